@@ -1,0 +1,31 @@
+// Timing and reporting for the executable: CUDA-event timing of one case, the table printed
+// last, and the --json file with its env block.
+#pragma once
+#include <random>
+#include <string>
+#include <vector>
+
+#include "app/harness.h"
+
+namespace cp::app {
+
+struct CaseReport {
+  std::string name;
+  std::string kernel;
+  double bytes_moved = 0;
+  double flops = 0;
+  bool passed = false;
+  std::string detail;
+  bool timed = false;
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  bool revalidated = false;  // the output checked again after the timed launches
+};
+
+// Warm-up, then `reps` launches each bracketed by CUDA events (median, min, max), then the
+// output is validated again so a kernel that goes wrong under repetition is reported.
+void time_case(Case& c, std::mt19937_64& rng, int reps, CaseReport& report);
+void print_timing_table(const std::vector<CaseReport>& reports);
+bool write_json(const std::string& path, const std::vector<CaseReport>& reports, int device,
+                unsigned long long seed, int reps);
+
+}  // namespace cp::app

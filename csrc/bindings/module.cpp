@@ -1,0 +1,7 @@
+#include "bindings/bindings.h"
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "cuda_portfolio native kernels (CUDA C++). Called through cuda_portfolio.native, not directly.";
+  cp::bind_device(m);
+  cp::bind_copy(m);
+}

@@ -1,0 +1,1 @@
+"""Triton kernels and their launchers, one op per file. These modules import only triton and torch."""

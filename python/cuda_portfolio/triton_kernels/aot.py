@@ -1,0 +1,49 @@
+"""Compile the Triton kernels ahead of time for a GPU that need not be present.
+
+Each kernel module exposes `aot_specs(dtype)`: (name, jit function, signature, constexprs) for
+the configurations worth inspecting. `compile_spec` turns one into Triton's compiled kernel,
+whose `.asm` holds every stage (ttir, ttgir, llir, ptx, cubin). Used by the CPU tier and by
+scripts/inspect_kernel.py. Needs compiled (not interpreted) kernels: TRITON_INTERPRET unset.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import NamedTuple
+
+import torch
+
+OP_MODULES = ("copy",)
+TRITON_DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
+class AotSpec(NamedTuple):
+    name: str
+    fn: object
+    signature: dict
+    constexprs: dict
+
+
+def parse_arch(arch: str) -> tuple[int, int]:
+    """'sm_90a' -> (90, 32): Triton's capability number and warp size for GPUTarget."""
+    digits = arch.lower().removeprefix("sm_").rstrip("a")
+    if not digits.isdigit():
+        raise ValueError(f"arch must look like sm_90a or sm_80, got {arch!r}")
+    return int(digits), 32
+
+
+def compile_spec(spec: AotSpec, arch: str = "sm_90a"):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    capability, warp_size = parse_arch(arch)
+    source = ASTSource(fn=spec.fn, signature=spec.signature, constexprs=spec.constexprs)
+    return triton.compile(source, target=GPUTarget("cuda", capability, warp_size))
+
+
+def all_specs(dtype: torch.dtype, ops=OP_MODULES) -> list[AotSpec]:
+    specs = []
+    for op in ops:
+        module = importlib.import_module(f"{__package__}.{op}")
+        specs.extend(module.aot_specs(dtype))
+    return specs

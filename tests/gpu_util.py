@@ -1,0 +1,67 @@
+"""Shared helpers for the GPU tier (tests/test_gpu.py and the gpu_*_cases.py it imports).
+
+Without a GPU the GPU tests skip; with KERNEL_REQUIRE_GPU=1 they fail instead, so a GPU run can
+never pass by skipping.
+"""
+from __future__ import annotations
+
+import os
+import unittest
+
+import torch
+
+REQUIRE_GPU = os.environ.get("KERNEL_REQUIRE_GPU", "0") == "1"
+
+
+def gpu_unavailable_reason() -> str | None:
+    if not torch.cuda.is_available():
+        return f"no CUDA device visible to torch {torch.__version__}"
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        return "TRITON_INTERPRET=1 is set: the GPU tier runs compiled Triton kernels; unset it"
+    return None
+
+
+class GpuTestCase(unittest.TestCase):
+    """Base class: skips without a GPU, or fails when KERNEL_REQUIRE_GPU=1."""
+
+    @classmethod
+    def setUpClass(cls):
+        reason = gpu_unavailable_reason()
+        if reason is not None:
+            if REQUIRE_GPU:
+                raise RuntimeError(f"KERNEL_REQUIRE_GPU=1 but {reason}")
+            raise unittest.SkipTest(reason)
+        import cuda_portfolio as cp
+
+        cls.backends = [name for name, (ok, _) in cp.available_backends().items() if ok]
+        if REQUIRE_GPU:
+            missing = {n: r for n, (ok, r) in cp.available_backends().items() if not ok}
+            if missing:
+                raise RuntimeError(f"KERNEL_REQUIRE_GPU=1 but backends unavailable: {missing}")
+
+    def setUp(self):
+        # Fresh random inputs for every test: a different seed each run, printed on failure.
+        self.seed = int.from_bytes(os.urandom(4), "little")
+        torch.manual_seed(self.seed)
+
+    def assertClose(self, out: torch.Tensor, ref: torch.Tensor, tol: float, what: str = ""):
+        """||out - ref|| / ||ref|| <= tol in float64; NaN where ref is finite fails (unwritten output)."""
+        self.assertEqual(out.shape, ref.shape, what)
+        out64, ref64 = out.double(), ref.double()
+        bad = torch.isnan(out64) & ~torch.isnan(ref64)
+        self.assertFalse(bool(bad.any()), f"{what}: {int(bad.sum())} NaN/unwritten outputs (seed {self.seed})")
+        same_nan = torch.isnan(out64) == torch.isnan(ref64)
+        self.assertTrue(bool(same_nan.all()), f"{what}: NaN pattern differs from the reference (seed {self.seed})")
+        finite = ~torch.isnan(ref64)
+        diff = (out64[finite] - ref64[finite]).norm()
+        norm = ref64[finite].norm()
+        rel = float(diff / norm) if norm > 0 else float(diff)
+        self.assertLessEqual(rel, tol, f"{what}: rel err {rel:.3e} > {tol:.0e} (seed {self.seed})")
+
+
+def poisoned_like(x: torch.Tensor) -> torch.Tensor:
+    """An output buffer filled with NaN, so any element a kernel forgets to write shows up."""
+    return torch.full_like(x, float("nan"))
+
+
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2}

@@ -1,0 +1,60 @@
+"""CPU tier: Triton kernels through the interpreter (TRITON_INTERPRET=1, set by conftest.py on
+machines without a GPU) at small odd sizes, and compiled ahead of time for sm_90a."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+import torch
+
+import cuda_portfolio as cp
+from cuda_portfolio._backends import triton_interpreting
+
+needs_interpreter = unittest.skipUnless(triton_interpreting(), "needs TRITON_INTERPRET=1 (set on machines without a GPU)")
+
+
+@needs_interpreter
+class CopyInterpreterTest(unittest.TestCase):
+    def test_copy_odd_shapes_and_views(self):
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            for x in (torch.randn(1), torch.randn(7), torch.randn(3, 1025), torch.randn(5, 9)[:, 1:8],
+                      torch.randn(4, 6).t(), torch.randn(2, 3, 5)):
+                x = x.to(dtype)
+                before = x.clone()
+                y = cp.copy(x, backend="triton")
+                self.assertTrue(torch.equal(y, x))
+                self.assertTrue(torch.equal(x, before))
+
+    def test_empty_tensor(self):
+        y = cp.copy(torch.empty(0, 5), backend="triton")
+        self.assertEqual(y.shape, (0, 5))
+
+
+AOT_SCRIPT = r"""
+import json, sys, torch
+from cuda_portfolio.triton_kernels import aot
+out = []
+for dtype in (torch.float32, torch.float16, torch.bfloat16):
+    for spec in aot.all_specs(dtype):
+        k = aot.compile_spec(spec, "sm_90a")
+        out.append({"name": spec.name, "dtype": str(dtype), "stages": sorted(k.asm),
+                    "target": [l for l in k.asm["ptx"].splitlines() if l.startswith(".target")],
+                    "cubin_bytes": len(k.asm["cubin"])})
+json.dump(out, sys.stdout)
+"""
+
+
+class TritonAheadOfTimeTest(unittest.TestCase):
+    def test_every_kernel_compiles_for_sm90a_without_a_gpu(self):
+        env = dict(os.environ)
+        env.pop("TRITON_INTERPRET", None)  # AOT needs compiled kernels, decided at import
+        r = subprocess.run([sys.executable, "-c", AOT_SCRIPT], capture_output=True, text=True, env=env, timeout=900)
+        self.assertEqual(r.returncode, 0, r.stderr[-4000:])
+        results = json.loads(r.stdout)
+        self.assertGreaterEqual(len(results), 3)
+        for item in results:
+            self.assertEqual(item["target"], [".target sm_90a"], item["name"])
+            for stage in ("ttir", "ttgir", "llir", "ptx", "cubin"):
+                self.assertIn(stage, item["stages"], item["name"])
+            self.assertGreater(item["cubin_bytes"], 0)
