@@ -26,6 +26,8 @@ void bind_copy(py::module_& m) {
       },
       py::arg("dtype"), py::arg("src"), py::arg("dst"), py::arg("n"), py::arg("stream"), py::arg("device"),
       "DELIBERATELY BROKEN (no bounds check): the Compute Sanitizer negative control. Never use for real work.");
+  m.def("copy_negative_control_padded", &copy_negative_control_padded, py::arg("n"),
+        "Elements the negative control's source must hold (n rounded up to whole blocks).");
 }
 
 }  // namespace cp

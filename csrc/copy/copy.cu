@@ -48,11 +48,15 @@ void copy_rows(DType dtype, ConstRowsView src, RowsView dst, cudaStream_t stream
   CP_CHECK_LAUNCH("copy_masked_kernel");
 }
 
+std::int64_t copy_negative_control_padded(std::int64_t n) {
+  return (n + kCopyThreads - 1) / kCopyThreads * kCopyThreads;
+}
+
 void copy_unmasked_negative_control(DType dtype, const void* src, void* dst, std::int64_t n, cudaStream_t stream,
                                     int device) {
   if (n <= 0) return;
   DeviceGuard guard(device);
-  const std::int64_t blocks = (n + kCopyThreads - 1) / kCopyThreads;
+  const std::int64_t blocks = copy_negative_control_padded(n) / kCopyThreads;
   CP_DISPATCH_FLOAT_TYPES(dtype, T, {
     copy_unmasked_negative_control_kernel<T><<<static_cast<unsigned>(blocks), kCopyThreads, 0, stream>>>(
         static_cast<const T*>(src), static_cast<T*>(dst));

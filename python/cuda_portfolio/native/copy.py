@@ -19,9 +19,12 @@ def copy_unmasked_negative_control(src: torch.Tensor) -> torch.Tensor:
     Exists only so that compute-sanitizer memcheck has an error to find (scripts/sanitizer_smoke.py
     --negative-control). Never use it for real work.
     """
-    src = src.contiguous()
-    dst = torch.empty_like(src)
+    flat = src.reshape(-1)
+    n = flat.numel()
+    padded = torch.empty(native_module().copy_negative_control_padded(n), dtype=src.dtype, device=src.device)
+    padded[:n] = flat  # the read stays in bounds: the write past the end of dst is the one error
+    dst = torch.empty(n, dtype=src.dtype, device=src.device)
     stream, device = stream_and_device(src)
-    native_module().copy_unmasked_negative_control(DTYPE_NAMES[src.dtype], src.data_ptr(), dst.data_ptr(),
-                                                   src.numel(), stream, device)
+    native_module().copy_unmasked_negative_control(DTYPE_NAMES[src.dtype], padded.data_ptr(), dst.data_ptr(), n,
+                                                   stream, device)
     return dst

@@ -1,0 +1,53 @@
+// GEMM C = A @ B (A: M x K, B: K x N, C: M x N), fp32 accumulation, C's dtype = A's = B's.
+// A ladder of kernels kept side by side (like llm.c dev/cuda), each selectable by name:
+//   naive -> smem_tiled -> register_blocked -> mma_sync -> wgmma_tma (sm_90a).
+// The Python module and the executable both call gemm() below: the one place that picks the
+// version, grid, block, shared memory and plan.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+
+namespace cp {
+
+// A strided 2-D operand: element (r, c) lives at data[r * row_stride + c * col_stride]
+// (strides in elements), so row-major (col_stride == 1) and column-major (row_stride == 1)
+// matrices reach the kernels without a copy where a version supports that layout.
+struct ConstMatrixView {
+  const void* data;
+  std::int64_t rows, cols;
+  std::int64_t row_stride, col_stride;
+};
+
+struct MatrixView {
+  void* data;
+  std::int64_t rows, cols;
+  std::int64_t row_stride, col_stride;
+};
+
+// The kernel names in ladder order.
+const std::vector<std::string>& gemm_kernels();
+
+// "" when `kernel` can run these operands on `device`, otherwise the reason (unknown name,
+// dtype, layout, alignment, architecture, shape mismatch). gemm() throws std::invalid_argument
+// with the same text.
+std::string gemm_check(const std::string& kernel, DType dtype, bool allow_tf32, const ConstMatrixView& a,
+                       const ConstMatrixView& b, const MatrixView& c, int device);
+
+// Bytes of device scratch gemm() needs for this call (split-K partial sums); 0 for most calls.
+// The caller owns the scratch (Python allocates it with torch.empty, the executable with
+// cudaMalloc) so that no launch allocates or synchronises.
+std::size_t gemm_workspace_bytes(const std::string& kernel, DType dtype, const ConstMatrixView& a,
+                                 const ConstMatrixView& b, int device);
+
+// C = A @ B on `stream`. fp32 inputs use tf32 tensor cores only when allow_tf32 and the
+// version has a tf32 path; otherwise they are computed in fp32.
+void gemm(const std::string& kernel, DType dtype, bool allow_tf32, const ConstMatrixView& a,
+          const ConstMatrixView& b, const MatrixView& c, void* workspace, std::size_t workspace_bytes,
+          cudaStream_t stream, int device);
+
+}  // namespace cp

@@ -1,0 +1,32 @@
+// The launchers of each ladder version, called only by gemm.cu (which has already checked the
+// operands against the version's requirements listed here). One file per version.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "gemm/gemm.h"
+
+namespace cp::gemm_versions {
+
+// 1. any strides, fp32/fp16/bf16.
+void naive(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
+           cudaStream_t stream);
+// 2. any strides, fp32/fp16/bf16.
+void smem_tiled(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
+                cudaStream_t stream);
+// 3. any strides, fp32/fp16/bf16; 16-byte vector loads where an operand's rows allow them.
+void register_blocked(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
+                      cudaStream_t stream);
+// 4. fp16/bf16; A row-major and B row-major (unit column stride), row strides and base
+//    pointers 16-byte aligned (cp.async moves 16-byte chunks).
+void mma_sync(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
+              cudaStream_t stream);
+
+// 5. sm_90a, fp16/bf16 (declared always, defined only in builds with CUDA_PORTFOLIO_HAS_SM90A); each operand row- or column-major with 16-byte aligned strides and
+//    base pointer (TMA). Split-K partial sums go to `workspace` (see wgmma_tma_workspace_bytes).
+std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count);
+void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
+               void* workspace, std::size_t workspace_bytes, int sm_count, cudaStream_t stream);
+
+}  // namespace cp::gemm_versions
