@@ -86,5 +86,7 @@ CaseList all_cases(int device);
 
 // Per-op registration, each in <op>_cases.cpp.
 void add_copy_cases(CaseList& cases, int device);
+void add_gemm_cases(CaseList& cases, int device);
+void add_softmax_cases(CaseList& cases, int device);
 
 }  // namespace cp::app

@@ -16,5 +16,7 @@ inline T* as_ptr(std::uintptr_t p) { return reinterpret_cast<T*>(p); }
 
 void bind_device(pybind11::module_& m);
 void bind_copy(pybind11::module_& m);
+void bind_gemm(pybind11::module_& m);
+void bind_softmax(pybind11::module_& m);
 
 }  // namespace cp

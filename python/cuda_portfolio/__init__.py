@@ -6,7 +6,9 @@
 """
 from ._backends import available_backends
 from .copy import copy
+from .softmax import softmax, softmax_plans
+from .matmul import matmul, matmul_kernels
 
 __version__ = "0.1.0"
 
-__all__ = ["available_backends", "copy", "__version__"]
+__all__ = ["available_backends", "copy", "softmax", "softmax_plans", "matmul", "matmul_kernels", "__version__"]

@@ -41,7 +41,9 @@ def native_module():
     return module
 
 
+@functools.lru_cache(maxsize=None)
 def _cuda_status() -> tuple[bool, str]:
+    # Cached: backend resolution runs on every op call (and inside CUDA-graph capture).
     module, reason = _native_import()
     if module is None:
         return False, reason
@@ -56,11 +58,16 @@ def _cuda_status() -> tuple[bool, str]:
 
 
 def _triton_status() -> tuple[bool, str]:
+    return _triton_status_cached(triton_interpreting())
+
+
+@functools.lru_cache(maxsize=None)
+def _triton_status_cached(interpreting: bool) -> tuple[bool, str]:
     try:
         import triton
     except ImportError as exc:
         return False, f"triton is not installed ({exc})"
-    if triton_interpreting():
+    if interpreting:
         return True, f"triton {triton.__version__} interpreter (TRITON_INTERPRET=1): CPU tensors, slow, for testing"
     if not torch.cuda.is_available():
         return False, ("no CUDA device for Triton; set TRITON_INTERPRET=1 to run the Triton kernels on CPU "

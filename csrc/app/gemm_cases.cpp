@@ -1,0 +1,123 @@
+// Validation cases for the GEMM ladder: every version x supported dtype at odd, tile-multiple
+// and 1024-class shapes, row-major operands. The float64 CPU reference is computed once per
+// (dtype, shape) per run and shared by the versions (a 1024^3 reference is ~2 GFLOP).
+// One launch per case, except wgmma_tma when it splits K (1024^3: 4 slices): + a reduce launch.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "app/harness.h"
+#include "gemm/gemm.h"
+
+namespace cp::app {
+namespace {
+
+// Inputs in storage precision and their float64 product, made on first use.
+struct GemmProblem {
+  DType dtype;
+  std::int64_t m, n, k;
+  HostTensor a, b;
+  std::vector<double> ref;
+  bool ready = false;
+
+  GemmProblem(DType t, std::int64_t m_, std::int64_t n_, std::int64_t k_)
+      : dtype(t), m(m_), n(n_), k(k_), a(t, static_cast<std::size_t>(m_ * k_)), b(t, static_cast<std::size_t>(k_ * n_)) {}
+
+  void ensure(std::mt19937_64& rng) {
+    if (ready) return;
+    a.fill_uniform(rng, -1.0f, 1.0f);
+    b.fill_uniform(rng, -1.0f, 1.0f);
+    std::vector<double> ad(a.size()), bd(b.size());
+    for (std::size_t i = 0; i < ad.size(); ++i) ad[i] = a.get(i);
+    for (std::size_t i = 0; i < bd.size(); ++i) bd[i] = b.get(i);
+    ref.assign(static_cast<std::size_t>(m * n), 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t p = 0; p < k; ++p) {
+        const double av = ad[static_cast<std::size_t>(i * k + p)];
+        const double* brow = &bd[static_cast<std::size_t>(p * n)];
+        double* crow = &ref[static_cast<std::size_t>(i * n)];
+        for (std::int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+      }
+    ready = true;
+  }
+};
+
+class GemmCase final : public Case {
+ public:
+  GemmCase(std::string kernel, std::shared_ptr<GemmProblem> problem, int device)
+      : kernel_(std::move(kernel)), p_(std::move(problem)), device_(device), c_host_(p_->dtype, 0) {}
+
+  std::string name() const override {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "gemm %s %s %lldx%lldx%lld (MxNxK)", kernel_.c_str(), dtype_name(p_->dtype),
+                  static_cast<long long>(p_->m), static_cast<long long>(p_->n), static_cast<long long>(p_->k));
+    return buf;
+  }
+  std::string kernel() const override { return "gemm_" + kernel_; }
+  double flops() const override { return 2.0 * static_cast<double>(p_->m) * p_->n * p_->k; }
+
+  void prepare(std::mt19937_64& rng) override {
+    p_->ensure(rng);
+    c_host_ = HostTensor(p_->dtype, static_cast<std::size_t>(p_->m * p_->n));
+    a_ = DeviceBuffer(p_->a.bytes());
+    b_ = DeviceBuffer(p_->b.bytes());
+    c_ = DeviceBuffer(c_host_.bytes());
+    p_->a.upload(a_);
+    p_->b.upload(b_);
+    c_.poison();
+    workspace_bytes_ = gemm_workspace_bytes(kernel_, p_->dtype, a_view(), b_view(), device_);
+    workspace_ = DeviceBuffer(workspace_bytes_);
+  }
+
+  void launch(cudaStream_t stream) override {
+    gemm(kernel_, p_->dtype, false, a_view(), b_view(), MatrixView{c_.get(), p_->m, p_->n, p_->n, 1},
+         workspace_.get(), workspace_bytes_, stream, device_);
+  }
+
+  Verdict verify() override {
+    HostTensor a_after(p_->dtype, p_->a.size()), b_after(p_->dtype, p_->b.size());
+    a_after.download(a_);
+    b_after.download(b_);
+    if (!a_after.same_bytes(p_->a) || !b_after.same_bytes(p_->b)) return {false, "input was modified"};
+    c_host_.download(c_);
+    return compare_relative(c_host_, p_->ref, p_->dtype == DType::F32 ? 1e-5 : 1e-2);
+  }
+
+ private:
+  ConstMatrixView a_view() const { return {a_.get(), p_->m, p_->k, p_->k, 1}; }
+  ConstMatrixView b_view() const { return {b_.get(), p_->k, p_->n, p_->n, 1}; }
+
+  std::string kernel_;
+  std::shared_ptr<GemmProblem> p_;
+  int device_;
+  HostTensor c_host_;
+  DeviceBuffer a_, b_, c_, workspace_;
+  std::size_t workspace_bytes_ = 0;
+};
+
+}  // namespace
+
+void add_gemm_cases(CaseList& cases, int device) {
+  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // M, N, K
+  // SIMT versions take any shape; the tensor-core versions need K and N multiples of 8 (16-byte
+  // rows for cp.async / TMA) but not of the tile.
+  const std::vector<Shape> simt_shapes = {{33, 47, 65}, {129, 257, 1023}, {256, 256, 256}, {1024, 1024, 1024}};
+  const std::vector<Shape> tensor_core_shapes = {{33, 40, 72}, {129, 264, 1024}, {256, 256, 256}, {1024, 1024, 1024}};
+  std::map<std::tuple<DType, std::int64_t, std::int64_t, std::int64_t>, std::shared_ptr<GemmProblem>> problems;
+  auto problem = [&](DType t, const Shape& s) {
+    auto& p = problems[{t, std::get<0>(s), std::get<1>(s), std::get<2>(s)}];
+    if (!p) p = std::make_shared<GemmProblem>(t, std::get<0>(s), std::get<1>(s), std::get<2>(s));
+    return p;
+  };
+  for (const std::string& kernel : gemm_kernels()) {
+    const bool tensor_cores = kernel == "mma_sync" || kernel == "wgmma_tma";
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+      if (tensor_cores && t == DType::F32) continue;
+      for (const Shape& s : tensor_cores ? tensor_core_shapes : simt_shapes)
+        cases.push_back(std::make_unique<GemmCase>(kernel, problem(t, s), device));
+    }
+  }
+}
+
+}  // namespace cp::app

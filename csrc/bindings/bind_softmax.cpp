@@ -1,0 +1,61 @@
+#include <pybind11/stl.h>
+
+#include "bindings/bindings.h"
+#include "softmax/softmax.h"
+
+namespace py = pybind11;
+
+namespace cp {
+
+void bind_softmax(py::module_& m) {
+  m.def("softmax_plans", &softmax_plan_names, "Every native softmax plan name (on any GPU).");
+  m.def(
+      "softmax_choose_plan",
+      [](const std::string& dtype, std::int64_t rows, std::int64_t cols, int device) -> std::string {
+        return softmax_plan_name(softmax_choose_plan(parse_dtype(dtype), rows, cols, device));
+      },
+      py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("device"));
+  m.def(
+      "softmax_check_plan",
+      [](const std::string& plan, const std::string& dtype, std::int64_t rows, std::int64_t cols, int device) {
+        return softmax_plan_unsupported(parse_softmax_plan(plan), parse_dtype(dtype), rows, cols, device);
+      },
+      py::arg("plan"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("device"),
+      "'' when the plan can run this shape on the device (forward and backward), else the reason.");
+  m.def(
+      "softmax_workspace_bytes",
+      [](const std::string& plan, const std::string& dtype, std::int64_t rows, std::int64_t cols, int device) {
+        return softmax_workspace_bytes(parse_softmax_plan(plan), parse_dtype(dtype), rows, cols, device);
+      },
+      py::arg("plan"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("device"));
+  m.def(
+      "softmax_forward",
+      [](const std::string& plan, const std::string& dtype, std::int64_t rows, std::int64_t cols, std::uintptr_t x,
+         std::int64_t x_row_stride, std::uintptr_t y, std::int64_t y_row_stride, std::uintptr_t workspace,
+         std::size_t workspace_bytes, std::uintptr_t stream, int device) {
+        softmax_forward(parse_softmax_plan(plan), parse_dtype(dtype),
+                        ConstRowsView{as_ptr<const void>(x), rows, cols, x_row_stride},
+                        RowsView{as_ptr(y), rows, cols, y_row_stride}, as_ptr(workspace), workspace_bytes,
+                        as_stream(stream), device);
+      },
+      py::arg("plan"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("x"), py::arg("x_row_stride"),
+      py::arg("y"), py::arg("y_row_stride"), py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"),
+      py::arg("device"));
+  m.def(
+      "softmax_backward",
+      [](const std::string& plan, const std::string& dtype, std::int64_t rows, std::int64_t cols, std::uintptr_t y,
+         std::int64_t y_row_stride, std::uintptr_t dy, std::int64_t dy_row_stride, std::uintptr_t dx,
+         std::int64_t dx_row_stride, std::uintptr_t workspace, std::size_t workspace_bytes, std::uintptr_t stream,
+         int device) {
+        softmax_backward(parse_softmax_plan(plan), parse_dtype(dtype),
+                         ConstRowsView{as_ptr<const void>(y), rows, cols, y_row_stride},
+                         ConstRowsView{as_ptr<const void>(dy), rows, cols, dy_row_stride},
+                         RowsView{as_ptr(dx), rows, cols, dx_row_stride}, as_ptr(workspace), workspace_bytes,
+                         as_stream(stream), device);
+      },
+      py::arg("plan"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("y"), py::arg("y_row_stride"),
+      py::arg("dy"), py::arg("dy_row_stride"), py::arg("dx"), py::arg("dx_row_stride"), py::arg("workspace"),
+      py::arg("workspace_bytes"), py::arg("stream"), py::arg("device"));
+}
+
+}  // namespace cp

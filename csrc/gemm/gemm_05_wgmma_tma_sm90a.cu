@@ -1,0 +1,399 @@
+// Version 5, Hopper (sm_90a): TMA -> 4-stage shared-memory ring on mbarriers -> wgmma,
+// warp-specialised and persistent. fp16/bf16 in, fp32 accumulate.
+// Plan: 384 threads = 3 warpgroups. Warpgroup 0 is the producer: after setmaxnreg drops it to
+// 40 registers, one thread walks this block's work units and, per 64-wide K block, waits for
+// a free stage (`empty` mbarrier), arms the stage's `full` mbarrier with the byte count and
+// issues the TMA loads of a 128x64 A tile and a 64x256 B tile (128-byte swizzle, zero fill
+// past the matrix edge, so any M, N, K). Warpgroups 1 and 2 are consumers (setmaxnreg 232):
+// each owns 64 rows of the 128x256 output tile, 128 fp32 accumulators per thread, and per
+// K block waits on `full`, issues 4 wgmma.m64n256k16 reading both operands from shared
+// memory through matrix descriptors, waits for them and releases the stage (`empty`).
+// Each operand may be K-major or MN-major (row- or column-major in memory, no copy): the
+// tensor map's box and the descriptor's strides follow the layout and the wgmma transpose
+// bit says which. Persistent: grid = min(#SMs, work units), units visited in grouped order
+// (8 tile-rows at a time) for L2 reuse. Few output tiles and long K (e.g. 1024x1024x16384)
+// split K across blocks: each slice writes fp32 partial sums to the workspace and a small
+// kernel adds the slices and rounds to the output dtype.
+// Shared memory: 4 stages x (16 KiB A + 32 KiB B) = 192 KiB + barriers. Epilogue: the
+// accumulators are stored straight from registers (masked at the edges).
+// Expected bound: tensor-core issue with the epilogue not overlapped: ~0.85-1.0x cuBLAS bf16
+// (600-730 TFLOP/s on H200) on large shapes; the unoverlapped epilogue and one-CTA tiles
+// are what a TMA-store epilogue and 2-CTA clusters would still add.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "common/cuda_check.h"
+#include "common/numeric.cuh"
+#include "gemm/gemm_versions.h"
+
+namespace cp::gemm_versions {
+namespace {
+
+constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
+constexpr int kConsumers = 2, kThreads = 128 * (kConsumers + 1);
+constexpr int kGroupRows = 8;
+constexpr int kSwizzleElems = 64;                        // 128 bytes of 16-bit elements: one swizzle row
+constexpr int kATileBytes = kBM * kBK * 2, kBTileBytes = kBK * kBN * 2;
+constexpr int kStageBytes = kATileBytes + kBTileBytes;
+constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + alignment slack for the 1024-byte swizzle atoms
+constexpr int kMinKBlocksPerSplit = 4;
+
+// ---- mbarrier, TMA and wgmma wrappers (PTX) ----
+
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// Waits until the barrier's phase with parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, std::uint64_t* bar, int inner,
+                                            int outer) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(map), "r"(inner), "r"(outer), "r"(smem_addr(bar))
+      : "memory");
+}
+
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+// wgmma shared-memory matrix descriptor for a 128-byte-swizzled tile: start address, leading
+// and stride byte offsets (all >> 4), swizzle mode 1 (128B) in bits 62-63.
+//  K-major:  rows of 64 K-elements (128 B); SBO = 1024 B between 8-row groups; LBO unused.
+//  MN-major: rows of 64 MN-elements per K; SBO = 1024 B between 8-K groups, LBO = bytes
+//            between 64-wide MN chunks.
+__device__ __forceinline__ std::uint64_t make_desc(const void* tile, std::uint32_t lbo_bytes) {
+  std::uint64_t d = (smem_addr(tile) & 0x3FFFF) >> 4;
+  d |= static_cast<std::uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16;
+  d |= static_cast<std::uint64_t>(1024 >> 4) << 32;
+  d |= 1ull << 62;
+  return d;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+// D(64x256, fp32) += A(64x16) * B(16x256), both from shared memory. kTransA / kTransB = 1 when
+// that operand is MN-major in shared memory.
+template <typename T, int kTransA, int kTransB>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b) {
+  constexpr bool kHalf = std::is_same_v<T, __half>;
+#define CP_WGMMA_M64N256K16(TYPE)                                                                        \
+  asm volatile(                                                                                          \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                       \
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, %130, %131;\n}\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+      : "l"(desc_a), "l"(desc_b), "n"(kTransA), "n"(kTransB))
+  if constexpr (kHalf) {
+    CP_WGMMA_M64N256K16("f16");
+  } else {
+    CP_WGMMA_M64N256K16("bf16");
+  }
+#undef CP_WGMMA_M64N256K16
+}
+
+// ---- the kernel ----
+
+struct Problem {
+  int m, n, k;
+  int tiles_m, tiles_n, k_blocks, splits;
+};
+
+struct WorkUnit {
+  int m0, n0, kb_begin, kb_end, split;
+};
+
+__device__ __forceinline__ WorkUnit work_unit(const Problem& p, int unit) {
+  const int tile = unit / p.splits, split = unit % p.splits;
+  const int tiles_per_group = kGroupRows * p.tiles_n;
+  const int first_row = tile / tiles_per_group * kGroupRows;
+  const int rows_in_group = min(p.tiles_m - first_row, kGroupRows);
+  const int in_group = tile % tiles_per_group;
+  WorkUnit w;
+  w.m0 = (first_row + in_group % rows_in_group) * kBM;
+  w.n0 = in_group / rows_in_group * kBN;
+  w.kb_begin = static_cast<int>(static_cast<std::int64_t>(split) * p.k_blocks / p.splits);
+  w.kb_end = static_cast<int>(static_cast<std::int64_t>(split + 1) * p.k_blocks / p.splits);
+  w.split = split;
+  return w;
+}
+
+template <typename T>
+__device__ __forceinline__ void store_pair(T* c, std::int64_t ldc, int row, int col, int n, float v0, float v1) {
+  T* p = c + static_cast<std::int64_t>(row) * ldc + col;
+  if (col + 1 < n) {
+    p[0] = from_float<T>(v0);
+    p[1] = from_float<T>(v1);
+  } else if (col < n) {
+    p[0] = from_float<T>(v0);
+  }
+}
+
+template <typename T, bool kAMnMajor, bool kBMnMajor>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                          T* __restrict__ c, std::int64_t ldc, float* __restrict__ partials, Problem p) {
+  extern __shared__ unsigned char smem_raw[];
+  // 128-byte swizzle atoms are 1024 bytes and must start 1024-byte aligned.
+  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  __shared__ __align__(8) std::uint64_t full[kStages], empty[kStages];
+
+  const int warpgroup = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);                  // the producer's arrive.expect_tx
+      mbar_init(&empty[s], kConsumers * 4);    // one arrive per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // barriers visible to TMA
+  }
+  __syncthreads();
+
+  const int units = p.tiles_m * p.tiles_n * p.splits;
+  if (warpgroup == 0) {
+    setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      int stage = 0;
+      unsigned phase = 0;
+      for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+        const WorkUnit w = work_unit(p, unit);
+        for (int kb = w.kb_begin; kb < w.kb_end; ++kb) {
+          mbar_wait(&empty[stage], phase ^ 1);
+          unsigned char* a_tile = smem + stage * kStageBytes;
+          unsigned char* b_tile = a_tile + kATileBytes;
+          mbar_arrive_expect_tx(&full[stage], kStageBytes);
+          const int k0 = kb * kBK;
+          if constexpr (kAMnMajor) {  // two 64(M) x 64(K) boxes
+            for (int i = 0; i < kBM / kSwizzleElems; ++i)
+              tma_load_2d(a_tile + i * kSwizzleElems * kBK * 2, &map_a, &full[stage], w.m0 + i * kSwizzleElems, k0);
+          } else {  // one 64(K) x 128(M) box
+            tma_load_2d(a_tile, &map_a, &full[stage], k0, w.m0);
+          }
+          if constexpr (kBMnMajor) {  // four 64(N) x 64(K) boxes
+            for (int i = 0; i < kBN / kSwizzleElems; ++i)
+              tma_load_2d(b_tile + i * kSwizzleElems * kBK * 2, &map_b, &full[stage], w.n0 + i * kSwizzleElems, k0);
+          } else {  // one 64(K) x 256(N) box
+            tma_load_2d(b_tile, &map_b, &full[stage], k0, w.n0);
+          }
+          if (++stage == kStages) stage = 0, phase ^= 1;
+        }
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<232>();
+  const int consumer = warpgroup - 1;  // rows [64 * consumer, +64) of the tile
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  int stage = 0;
+  unsigned phase = 0;
+  float acc[128];
+  for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    const WorkUnit w = work_unit(p, unit);
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    for (int kb = w.kb_begin; kb < w.kb_end; ++kb) {
+      mbar_wait(&full[stage], phase);
+      const unsigned char* a_tile = smem + stage * kStageBytes;
+      const unsigned char* b_tile = a_tile + kATileBytes;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        // K-major: step 16 elements (32 B) along the swizzled row; MN-major: step 16 K rows
+        // (16 x 128 B). A: this consumer's 64 rows are 64 x 128 B (K-major) or the
+        // consumer's own 64-wide M chunk (MN-major).
+        const std::uint64_t da =
+            kAMnMajor ? make_desc(a_tile + consumer * kSwizzleElems * kBK * 2 + kk * 16 * 128, kSwizzleElems * kBK * 2)
+                      : make_desc(a_tile + consumer * 64 * 128 + kk * 32, 16);
+        const std::uint64_t db = kBMnMajor ? make_desc(b_tile + kk * 16 * 128, kSwizzleElems * kBK * 2)
+                                           : make_desc(b_tile + kk * 32, 16);
+        wgmma_m64n256k16<T, kAMnMajor ? 1 : 0, kBMnMajor ? 1 : 0>(acc, da, db);
+      }
+      wgmma_commit();
+      wgmma_wait_all();
+      if (lane == 0) mbar_arrive(&empty[stage]);
+      if (++stage == kStages) stage = 0, phase ^= 1;
+    }
+
+    // Fragment layout of wgmma's D: warp w holds rows 16w..16w+15; per 8-column block j,
+    // acc[4j + {0,1}] = (row g, cols 8j + 2q + {0,1}), acc[4j + {2,3}] = (row g + 8, same).
+    const int g = lane / 4, q = lane % 4;
+    const int row0 = w.m0 + consumer * 64 + warp * 16 + g;
+    if (p.splits == 1) {
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        const int col = w.n0 + 8 * j + 2 * q;
+        if (row0 < p.m) store_pair(c, ldc, row0, col, p.n, acc[4 * j], acc[4 * j + 1]);
+        if (row0 + 8 < p.m) store_pair(c, ldc, row0 + 8, col, p.n, acc[4 * j + 2], acc[4 * j + 3]);
+      }
+    } else {
+      float* slice = partials + static_cast<std::int64_t>(w.split) * p.m * p.n;
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        const int col = w.n0 + 8 * j + 2 * q;
+        if (row0 < p.m) store_pair(slice, p.n, row0, col, p.n, acc[4 * j], acc[4 * j + 1]);
+        if (row0 + 8 < p.m) store_pair(slice, p.n, row0 + 8, col, p.n, acc[4 * j + 2], acc[4 * j + 3]);
+      }
+    }
+  }
+}
+
+// C = sum over the split-K slices of the fp32 partial sums, rounded to T.
+template <typename T>
+__global__ void sum_splits_kernel(const float* __restrict__ partials, int splits, int m, int n, T* __restrict__ c,
+                                  std::int64_t ldc) {
+  const std::int64_t total = static_cast<std::int64_t>(m) * n;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    float s = 0.0f;
+    for (int k = 0; k < splits; ++k) s += partials[k * total + i];
+    c[i / n * ldc + i % n] = from_float<T>(s);
+  }
+}
+
+// ---- host side ----
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+#if CUDART_VERSION >= 12050
+    CP_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &status));
+#else
+    CP_CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &status));
+#endif
+    if (status != cudaDriverEntryPointSuccess || f == nullptr)
+      throw std::runtime_error("gemm(wgmma_tma): the driver has no cuTensorMapEncodeTiled (needs a CUDA 12+ driver)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// A tensor map over a 2-D operand with one unit stride: `inner` elements contiguous, `outer`
+// lines `outer_stride` elements apart; boxes of 64 x box_outer with the 128-byte swizzle.
+CUtensorMap make_tensor_map(CUtensorMapDataType type, const void* data, std::int64_t inner, std::int64_t outer,
+                            std::int64_t outer_stride, int box_outer) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer)};
+  // A single line's stride is never used; any 16-byte multiple satisfies the encoder.
+  const std::int64_t stride_bytes = outer > 1 ? outer_stride * 2 : ((inner * 2 + 15) / 16) * 16;
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride_bytes)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kSwizzleElems), static_cast<cuuint32_t>(box_outer)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, type, 2, const_cast<void*>(data), dims, strides, box, elem_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error("gemm(wgmma_tma): cuTensorMapEncodeTiled failed with CUresult " + std::to_string(r));
+  return map;
+}
+
+// K-major when the K index has unit stride (A row-major, B column-major).
+bool a_is_mn_major(const ConstMatrixView& a) { return !(a.col_stride == 1 && (a.row_stride != 1 || a.cols > 1)); }
+bool b_is_mn_major(const ConstMatrixView& b) { return !(b.row_stride == 1 && (b.col_stride != 1 || b.rows > 1)); }
+
+int split_count(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
+  const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN);
+  const std::int64_t k_blocks = (k + kBK - 1) / kBK;
+  if (tiles * 2 > sm_count) return 1;
+  return static_cast<int>(std::max<std::int64_t>(1, std::min({sm_count / tiles, k_blocks / kMinKBlocksPerSplit,
+                                                               std::int64_t{16}})));
+}
+
+template <typename T, bool kAMnMajor, bool kBMnMajor>
+void launch(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
+            const Problem& p, int grid, cudaStream_t stream) {
+  const CUtensorMapDataType type =
+      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const CUtensorMap map_a = kAMnMajor ? make_tensor_map(type, a.data, p.m, p.k, a.col_stride, kBK)
+                                      : make_tensor_map(type, a.data, p.k, p.m, a.row_stride, kBM);
+  const CUtensorMap map_b = kBMnMajor ? make_tensor_map(type, b.data, p.n, p.k, b.row_stride, kBK)
+                                      : make_tensor_map(type, b.data, p.k, p.n, b.col_stride, kBN);
+  auto kernel = gemm_wgmma_tma_kernel<T, kAMnMajor, kBMnMajor>;
+  CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, static_cast<T*>(c.data), c.row_stride, partials, p);
+  CP_CHECK_LAUNCH("gemm_wgmma_tma_kernel");
+  if (p.splits > 1) {
+    const std::int64_t total = static_cast<std::int64_t>(p.m) * p.n;
+    const int blocks = static_cast<int>(std::min<std::int64_t>((total + 255) / 256, 4096));
+    sum_splits_kernel<T><<<blocks, 256, 0, stream>>>(partials, p.splits, p.m, p.n, static_cast<T*>(c.data),
+                                                     c.row_stride);
+    CP_CHECK_LAUNCH("sum_splits_kernel");
+  }
+}
+
+template <typename T>
+void dispatch_layouts(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
+                      const Problem& p, int grid, cudaStream_t stream) {
+  const bool a_mn = a_is_mn_major(a), b_mn = b_is_mn_major(b);
+  if (a_mn && b_mn) launch<T, true, true>(a, b, c, partials, p, grid, stream);
+  else if (a_mn) launch<T, true, false>(a, b, c, partials, p, grid, stream);
+  else if (b_mn) launch<T, false, true>(a, b, c, partials, p, grid, stream);
+  else launch<T, false, false>(a, b, c, partials, p, grid, stream);
+}
+
+}  // namespace
+
+std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
+  const int splits = split_count(m, n, k, sm_count);
+  return splits > 1 ? static_cast<std::size_t>(splits) * m * n * sizeof(float) : 0;
+}
+
+void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
+               void* workspace, std::size_t /*workspace_bytes*/, int sm_count, cudaStream_t stream) {
+  const std::int64_t m = a.rows, n = b.cols, k = a.cols;
+  if (m > 0x7fffffff - kBM || n > 0x7fffffff - kBN || k > 0x7fffffff - kBK)
+    throw std::invalid_argument("gemm(wgmma_tma): M, N and K must be < 2^31 (TMA coordinates are 32-bit)");
+  Problem p;
+  p.m = static_cast<int>(m), p.n = static_cast<int>(n), p.k = static_cast<int>(k);
+  p.tiles_m = static_cast<int>((m + kBM - 1) / kBM);
+  p.tiles_n = static_cast<int>((n + kBN - 1) / kBN);
+  p.k_blocks = static_cast<int>((k + kBK - 1) / kBK);
+  p.splits = split_count(m, n, k, sm_count);
+  const std::int64_t units = static_cast<std::int64_t>(p.tiles_m) * p.tiles_n * p.splits;
+  if (units > 0x7fffffff) throw std::invalid_argument("gemm(wgmma_tma): more than 2^31-1 output tiles");
+  const int grid = static_cast<int>(std::min<std::int64_t>(units, sm_count));
+  float* partials = static_cast<float*>(workspace);
+  switch (dtype) {
+    case DType::F16: dispatch_layouts<__half>(a, b, c, partials, p, grid, stream); break;
+    case DType::BF16: dispatch_layouts<__nv_bfloat16>(a, b, c, partials, p, grid, stream); break;
+    case DType::F32: throw std::invalid_argument("gemm(wgmma_tma): float32 is not supported");
+  }
+}
+
+}  // namespace cp::gemm_versions

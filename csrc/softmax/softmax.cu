@@ -1,0 +1,173 @@
+// The one host launcher for softmax: plan names, the auto choice, shape/device checks, and
+// dispatch to the plan files. The pybind11 bindings and the executable both call these.
+#include "softmax/softmax.h"
+
+#include <stdexcept>
+
+#include "common/cuda_check.h"
+#include "softmax/softmax_plans.h"
+
+namespace cp {
+namespace {
+
+using softmax_detail::LaunchContext;
+using softmax_detail::RowOperands;
+
+constexpr SoftmaxPlan kAllPlans[] = {SoftmaxPlan::WarpPerRow, SoftmaxPlan::BlockPerRow, SoftmaxPlan::BlockOnline,
+                                     SoftmaxPlan::SplitRow, SoftmaxPlan::ClusterSplitRow};
+
+int sm_count_of(int device) {
+  int n = 0;
+  CP_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+  return n;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+// 16-byte accesses need every row start aligned: the base pointer and (with > 1 row) the stride.
+bool rows_aligned16(const void* p, std::int64_t rows, std::int64_t row_stride, DType dtype) {
+  return aligned16(p) && (rows <= 1 || (row_stride * static_cast<std::int64_t>(dtype_size(dtype))) % 16 == 0);
+}
+
+void check_view(const char* what, std::int64_t rows, std::int64_t cols, std::int64_t row_stride, std::int64_t want_rows,
+                std::int64_t want_cols) {
+  if (rows != want_rows || cols != want_cols)
+    throw std::invalid_argument(std::string("softmax: ") + what + " is " + std::to_string(rows) + "x" +
+                                std::to_string(cols) + ", expected " + std::to_string(want_rows) + "x" +
+                                std::to_string(want_cols));
+  if (rows > 1 && row_stride < cols)
+    throw std::invalid_argument(std::string("softmax: ") + what + " row stride " + std::to_string(row_stride) +
+                                " is smaller than its " + std::to_string(cols) + " columns");
+}
+
+void require_runnable(SoftmaxPlan plan, DType dtype, std::int64_t rows, std::int64_t cols, int device) {
+  const std::string why = softmax_plan_unsupported(plan, dtype, rows, cols, device);
+  if (!why.empty())
+    throw std::invalid_argument(std::string("softmax: plan '") + softmax_plan_name(plan) + "' " + why);
+}
+
+}  // namespace
+
+std::vector<std::string> softmax_plan_names() {
+  std::vector<std::string> names;
+  for (SoftmaxPlan p : kAllPlans) names.emplace_back(softmax_plan_name(p));
+  return names;
+}
+
+const char* softmax_plan_name(SoftmaxPlan plan) {
+  switch (plan) {
+    case SoftmaxPlan::WarpPerRow: return "warp_per_row";
+    case SoftmaxPlan::BlockPerRow: return "block_per_row";
+    case SoftmaxPlan::BlockOnline: return "block_online";
+    case SoftmaxPlan::SplitRow: return "split_row";
+    case SoftmaxPlan::ClusterSplitRow: return "cluster_split_row";
+  }
+  return "?";
+}
+
+SoftmaxPlan parse_softmax_plan(const std::string& name) {
+  for (SoftmaxPlan p : kAllPlans)
+    if (name == softmax_plan_name(p)) return p;
+  std::string known;
+  for (SoftmaxPlan p : kAllPlans) known += std::string(known.empty() ? "" : ", ") + softmax_plan_name(p);
+  throw std::invalid_argument("softmax: unknown plan '" + name + "'; plans: " + known);
+}
+
+// Short rows: a warp each. Enough rows to fill the GPU: a block each while the row fits one
+// block's registers, then a cluster per row on Hopper. Few long rows: split across blocks so
+// every SM works. block_online (two reads) only where nothing keeps the row on chip.
+SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device) {
+  if (cols <= softmax_detail::kWarpPerRowMaxCols) return SoftmaxPlan::WarpPerRow;
+  const std::int64_t sms = sm_count_of(device);
+  if (cols <= 16384 && rows >= sms) return SoftmaxPlan::BlockPerRow;
+  if (cols <= 262144 && rows >= sms / 4 &&  // >= 33 rows x up to 8 CTAs fill 132 SMs twice
+      softmax_plan_unsupported(SoftmaxPlan::ClusterSplitRow, dtype, rows, cols, device).empty())
+    return SoftmaxPlan::ClusterSplitRow;
+  if (rows < 2 * sms) return SoftmaxPlan::SplitRow;
+  return cols <= softmax_detail::kBlockPerRowMaxCols ? SoftmaxPlan::BlockPerRow : SoftmaxPlan::BlockOnline;
+}
+
+std::string softmax_plan_unsupported(SoftmaxPlan plan, DType /*dtype*/, std::int64_t rows, std::int64_t cols,
+                                     int device) {
+  if (rows < 0 || cols < 0) return "cannot run a negative shape";
+  switch (plan) {
+    case SoftmaxPlan::WarpPerRow:
+      if (cols > softmax_detail::kWarpPerRowMaxCols)
+        return "cannot run rows of " + std::to_string(cols) + " columns (max " +
+               std::to_string(softmax_detail::kWarpPerRowMaxCols) +
+               ": one warp keeps the row in registers); use block_per_row, block_online or split_row";
+      return "";
+    case SoftmaxPlan::BlockPerRow:
+      if (cols > softmax_detail::kBlockPerRowMaxCols)
+        return "cannot run rows of " + std::to_string(cols) + " columns (max " +
+               std::to_string(softmax_detail::kBlockPerRowMaxCols) +
+               ": one block keeps the row in registers); use block_online, split_row or cluster_split_row";
+      return "";
+    case SoftmaxPlan::BlockOnline:
+    case SoftmaxPlan::SplitRow: return "";
+    case SoftmaxPlan::ClusterSplitRow:
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+      return softmax_detail::cluster_split_row_unsupported(device);
+#else
+      (void)device;
+      return "is not in this build (built without the sm_90a kernels: CUDA_PORTFOLIO_HOPPER=OFF or nvcc < 12)";
+#endif
+  }
+  return "is unknown";
+}
+
+std::size_t softmax_workspace_bytes(SoftmaxPlan plan, DType dtype, std::int64_t rows, std::int64_t cols, int device) {
+  if (plan != SoftmaxPlan::SplitRow || rows <= 0 || cols <= 0) return 0;
+  return softmax_detail::split_row_workspace_bytes(dtype, rows, cols, device, sm_count_of(device));
+}
+
+void softmax_forward(SoftmaxPlan plan, DType dtype, ConstRowsView x, RowsView y, void* workspace,
+                     std::size_t workspace_bytes, cudaStream_t stream, int device) {
+  check_view("y", y.rows, y.cols, y.row_stride, x.rows, x.cols);
+  check_view("x", x.rows, x.cols, x.row_stride, x.rows, x.cols);
+  if (x.rows == 0 || x.cols == 0) return;
+  DeviceGuard guard(device);
+  require_runnable(plan, dtype, x.rows, x.cols, device);
+  const RowOperands op{dtype, x.rows, x.cols, x.data, x.row_stride, nullptr, 0, y.data, y.row_stride,
+                       rows_aligned16(x.data, x.rows, x.row_stride, dtype) &&
+                           rows_aligned16(y.data, y.rows, y.row_stride, dtype)};
+  const LaunchContext ctx{stream, device, sm_count_of(device), workspace, workspace_bytes};
+  switch (plan) {
+    case SoftmaxPlan::WarpPerRow: softmax_detail::warp_per_row_forward(op, ctx); break;
+    case SoftmaxPlan::BlockPerRow: softmax_detail::block_per_row_forward(op, ctx); break;
+    case SoftmaxPlan::BlockOnline: softmax_detail::block_online_forward(op, ctx); break;
+    case SoftmaxPlan::SplitRow: softmax_detail::split_row_forward(op, ctx); break;
+    case SoftmaxPlan::ClusterSplitRow:
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+      softmax_detail::cluster_split_row_forward(op, ctx);
+#endif
+      break;
+  }
+}
+
+void softmax_backward(SoftmaxPlan plan, DType dtype, ConstRowsView y, ConstRowsView dy, RowsView dx,
+                      void* workspace, std::size_t workspace_bytes, cudaStream_t stream, int device) {
+  check_view("y", y.rows, y.cols, y.row_stride, y.rows, y.cols);
+  check_view("dy", dy.rows, dy.cols, dy.row_stride, y.rows, y.cols);
+  check_view("dx", dx.rows, dx.cols, dx.row_stride, y.rows, y.cols);
+  if (y.rows == 0 || y.cols == 0) return;
+  DeviceGuard guard(device);
+  require_runnable(plan, dtype, y.rows, y.cols, device);
+  const RowOperands op{dtype, y.rows, y.cols, y.data, y.row_stride, dy.data, dy.row_stride, dx.data, dx.row_stride,
+                       rows_aligned16(y.data, y.rows, y.row_stride, dtype) &&
+                           rows_aligned16(dy.data, dy.rows, dy.row_stride, dtype) &&
+                           rows_aligned16(dx.data, dx.rows, dx.row_stride, dtype)};
+  const LaunchContext ctx{stream, device, sm_count_of(device), workspace, workspace_bytes};
+  switch (plan) {
+    case SoftmaxPlan::WarpPerRow: softmax_detail::warp_per_row_backward(op, ctx); break;
+    case SoftmaxPlan::BlockPerRow: softmax_detail::block_per_row_backward(op, ctx); break;
+    case SoftmaxPlan::BlockOnline: softmax_detail::block_online_backward(op, ctx); break;
+    case SoftmaxPlan::SplitRow: softmax_detail::split_row_backward(op, ctx); break;
+    case SoftmaxPlan::ClusterSplitRow:
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+      softmax_detail::cluster_split_row_backward(op, ctx);
+#endif
+      break;
+  }
+}
+
+}  // namespace cp

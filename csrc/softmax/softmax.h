@@ -1,0 +1,49 @@
+// Row-wise softmax (forward and backward) over (rows, cols) views: the host API that the pybind11
+// bindings and the executable both call. Every kernel is named softmax_parallel_<plan>_{fwd,bwd},
+// so `ncu --kernel-name regex:softmax_parallel` selects them all.
+//
+// Plans (how a row is spread over the GPU):
+//   warp_per_row       one warp per row, row in registers              cols <= 1024
+//   block_per_row      one block per row, row in registers             cols <= 32768
+//   block_online       one block per row, online max+sum, then a second read + write   any cols
+//   split_row          a row over several blocks, statistics exchanged through global memory
+//                      (co-resident blocks, per-row arrival counter)  any cols; needs a workspace
+//   cluster_split_row  a row over a thread-block cluster, statistics exchanged through
+//                      distributed shared memory                      sm_90 builds with sm_90a only
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/rows.h"
+
+namespace cp {
+
+enum class SoftmaxPlan { WarpPerRow, BlockPerRow, BlockOnline, SplitRow, ClusterSplitRow };
+
+// Every plan name in the order above (cluster_split_row included on any build/GPU).
+std::vector<std::string> softmax_plan_names();
+const char* softmax_plan_name(SoftmaxPlan plan);
+// std::invalid_argument naming the known plans for anything else ("auto" is not a plan).
+SoftmaxPlan parse_softmax_plan(const std::string& name);
+
+// The plan expected to be fastest for this shape on `device` (what plan="auto" runs).
+SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device);
+// "" when `plan` can run this shape on `device` (forward and backward), else the reason.
+std::string softmax_plan_unsupported(SoftmaxPlan plan, DType dtype, std::int64_t rows, std::int64_t cols,
+                                     int device);
+// Scratch bytes forward/backward need for this plan and shape (0 for most plans).
+std::size_t softmax_workspace_bytes(SoftmaxPlan plan, DType dtype, std::int64_t rows, std::int64_t cols,
+                                    int device);
+
+// y = softmax(x) per row. `workspace` holds softmax_workspace_bytes(...) bytes (may be null if 0).
+void softmax_forward(SoftmaxPlan plan, DType dtype, ConstRowsView x, RowsView y, void* workspace,
+                     std::size_t workspace_bytes, cudaStream_t stream, int device);
+// dx = y * (dy - sum(y * dy)) per row.
+void softmax_backward(SoftmaxPlan plan, DType dtype, ConstRowsView y, ConstRowsView dy, RowsView dx,
+                      void* workspace, std::size_t workspace_bytes, cudaStream_t stream, int device);
+
+}  // namespace cp

@@ -1,0 +1,83 @@
+// block_per_row: medium rows (cols <= 32768). One block per row; each thread keeps up to 32 fp32
+// values of the row in registers (16-byte units k * threads + tid); the block is sized so the
+// whole row is one tile (about 256 threads, up to 1024 for the longest rows). One shuffle +
+// shared-memory reduction per row: (max, sum) combined in a single pass for forward, the dot
+// product for backward.
+// Bound: DRAM bytes, one read + one write per element (forward 2x, backward 3x the tensor size).
+// Backward rows whose y and dy exceed the register budget (fp32 > 16384, 16-bit > 16384 cols)
+// are streamed twice, the second read mostly from L2.
+#include <algorithm>
+
+#include "common/cuda_check.h"
+#include "common/dispatch.h"
+#include "softmax/softmax_plans.h"
+#include "softmax/softmax_segment.cuh"
+
+namespace cp::softmax_detail {
+namespace {
+
+constexpr int kMaxThreads = 1024;
+constexpr int kTargetThreads = 256;  // prefer deeper tiles (more loads in flight) over wider blocks
+
+template <typename T, int kVecs>
+__global__ __launch_bounds__(kMaxThreads) void softmax_parallel_block_per_row_fwd(
+    const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t cols,
+    bool aligned) {
+  const std::int64_t row = blockIdx.x;
+  BlockScope scope;
+  softmax_segment_forward<T, kVecs>(x + row * x_stride, y + row * y_stride, 0, cols, threadIdx.x, blockDim.x,
+                                    aligned, scope);
+}
+
+template <typename T, int kVecs>
+__global__ __launch_bounds__(kMaxThreads) void softmax_parallel_block_per_row_bwd(
+    const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
+    T* __restrict__ dx, std::int64_t dx_stride, std::int64_t cols, bool aligned) {
+  const std::int64_t row = blockIdx.x;
+  BlockScope scope;
+  softmax_segment_backward<T, kVecs>(y + row * y_stride, dy + row * dy_stride, dx + row * dx_stride, 0, cols,
+                                     threadIdx.x, blockDim.x, aligned, scope);
+}
+
+struct BlockShape {
+  int depth;
+  int threads;
+};
+
+template <typename T>
+BlockShape block_shape(std::int64_t cols, int operands) {
+  const std::int64_t units = (cols + vec_width<T>() - 1) / vec_width<T>();
+  const int depth = tile_depth(units, kTargetThreads, max_vecs<T>(operands));
+  const std::int64_t lanes = (units + depth - 1) / depth;
+  return {depth, static_cast<int>(std::min<std::int64_t>(kMaxThreads, (lanes + 31) / 32 * 32))};
+}
+
+}  // namespace
+
+void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx) {
+  CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
+    const BlockShape shape = block_shape<T>(op.cols, 1);
+    dispatch_vecs<T, 1>(shape.depth, [&](auto depth) {
+      softmax_parallel_block_per_row_fwd<T, decltype(depth)::value>
+          <<<static_cast<unsigned>(op.rows), shape.threads, 0, ctx.stream>>>(
+              static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
+              op.aligned);
+    });
+  })
+  CP_CHECK_LAUNCH("softmax_parallel_block_per_row_fwd");
+}
+
+void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx) {
+  CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
+    const BlockShape shape = block_shape<T>(op.cols, 2);
+    dispatch_vecs<T, 2>(shape.depth, [&](auto depth) {
+      softmax_parallel_block_per_row_bwd<T, decltype(depth)::value>
+          <<<static_cast<unsigned>(op.rows), shape.threads, 0, ctx.stream>>>(
+              static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
+              static_cast<T*>(op.out), op.out_stride, op.cols, op.aligned);
+    });
+  })
+  CP_CHECK_LAUNCH("softmax_parallel_block_per_row_bwd");
+}
+
+}  // namespace cp::softmax_detail

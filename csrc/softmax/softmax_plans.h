@@ -1,0 +1,55 @@
+// Internal: what softmax.cu (the one host launcher) needs from each plan file.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/dtype.h"
+
+namespace cp::softmax_detail {
+
+// One call's operands. Forward reads in0 = x; backward reads in0 = y and in1 = dy.
+// `aligned`: every base pointer and row stride allows 16-byte accesses.
+struct RowOperands {
+  DType dtype;
+  std::int64_t rows, cols;
+  const void* in0;
+  std::int64_t in0_stride;
+  const void* in1;
+  std::int64_t in1_stride;
+  void* out;
+  std::int64_t out_stride;
+  bool aligned;
+};
+
+struct LaunchContext {
+  cudaStream_t stream;
+  int device;
+  int sm_count;
+  void* workspace;
+  std::size_t workspace_bytes;
+};
+
+constexpr std::int64_t kWarpPerRowMaxCols = 1024;
+constexpr std::int64_t kBlockPerRowMaxCols = 32768;
+
+void warp_per_row_forward(const RowOperands& op, const LaunchContext& ctx);
+void warp_per_row_backward(const RowOperands& op, const LaunchContext& ctx);
+void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx);
+void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx);
+void block_online_forward(const RowOperands& op, const LaunchContext& ctx);
+void block_online_backward(const RowOperands& op, const LaunchContext& ctx);
+
+std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device, int sm_count);
+void split_row_forward(const RowOperands& op, const LaunchContext& ctx);
+void split_row_backward(const RowOperands& op, const LaunchContext& ctx);
+
+// Defined in softmax_cluster_split_row_sm90a.cu (built only with CUDA_PORTFOLIO_HAS_SM90A).
+// "" when the cluster kernels can run on `device` (sm_90 and a cluster fits), else the reason.
+std::string cluster_split_row_unsupported(int device);
+void cluster_split_row_forward(const RowOperands& op, const LaunchContext& ctx);
+void cluster_split_row_backward(const RowOperands& op, const LaunchContext& ctx);
+
+}  // namespace cp::softmax_detail

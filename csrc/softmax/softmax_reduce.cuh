@@ -1,0 +1,150 @@
+// Building blocks shared by every softmax_parallel kernel: NaN-propagating max, the (max, sum)
+// partial statistics and their combine, warp/block reductions, and 16-byte vector loads/stores
+// with a scalar fallback for misaligned rows and the ragged end of a row.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/numeric.cuh"
+
+namespace cp::softmax_detail {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kNegInf = -__builtin_huge_valf();
+
+// A thread keeps at most this many fp32 values of one tile in registers (all operands together:
+// forward holds x, backward holds y and dy), so 1024-thread blocks stay within 64 registers.
+constexpr int kMaxValuesPerThread = 32;
+
+// Elements of T in one 16-byte access.
+template <typename T>
+constexpr int vec_width() {
+  return 16 / static_cast<int>(sizeof(T));
+}
+
+// fmaxf drops NaN; torch.softmax turns a row with a NaN into NaN, so the max must keep it.
+__device__ __forceinline__ float nan_max(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+// Softmax statistics of part of a row: its max and sum(exp(x - max)). A part whose max is -inf
+// (all -inf, or empty) has sum 0, never exp(-inf - -inf) = NaN.
+struct alignas(8) MaxSum {
+  float max;
+  float sum;
+};
+
+__device__ __forceinline__ MaxSum empty_max_sum() { return {kNegInf, 0.0f}; }
+
+// exp(x - max) with the -inf row handled: an all -inf row gives exp(-inf) = 0 everywhere
+// (and 0 * (1/0) = NaN at the end, as torch.softmax gives).
+__device__ __forceinline__ float exp_shifted(float x, float max) {
+  return exp2f((x - (max == kNegInf ? 0.0f : max)) * kLog2e);
+}
+
+// Factor that moves a sum taken relative to `from` onto the larger max `to`.
+__device__ __forceinline__ float rescale(float from, float to) {
+  return from == to ? 1.0f : exp2f((from - to) * kLog2e);
+}
+
+// Commutative bit for bit (both orders give the same floats), so every lane of a butterfly
+// reduction ends with identical statistics.
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+  const float m = nan_max(a.max, b.max);
+  return {m, a.sum * rescale(a.max, m) + b.sum * rescale(b.max, m)};
+}
+
+__device__ __forceinline__ float combine(float a, float b) { return a + b; }
+
+__device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+__device__ __forceinline__ MaxSum shfl_xor(MaxSum v, int mask) {
+  return {shfl_xor(v.max, mask), shfl_xor(v.sum, mask)};
+}
+
+// Butterfly over the 32 lanes: every lane returns the warp's total.
+template <typename V>
+__device__ __forceinline__ V warp_reduce(V v) {
+#pragma unroll
+  for (int mask = 16; mask > 0; mask >>= 1) v = combine(v, shfl_xor(v, mask));
+  return v;
+}
+
+// Every thread of the block returns the block's total. Each thread combines the per-warp
+// partials in the same order, so all threads hold the same bits.
+template <typename V>
+__device__ __forceinline__ V block_reduce(V v) {
+  __shared__ V warp_totals[32];
+  v = warp_reduce(v);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) warp_totals[warp] = v;
+  __syncthreads();
+  V total = warp_totals[0];
+  const int warps = (blockDim.x + 31) / 32;
+  for (int w = 1; w < warps; ++w) total = combine(total, warp_totals[w]);
+  __syncthreads();  // warp_totals may be reused by the next reduction
+  return total;
+}
+
+// The 16-byte unit of a row: vec_width<T>() consecutive elements.
+template <typename T>
+struct alignas(16) Vec {
+  T e[vec_width<T>()];
+};
+
+// Elements [i, i + W) of `row` as floats; those at or past `end` read as `fill`. One 16-byte
+// load when the row is aligned and the unit is whole, element loads otherwise.
+template <typename T>
+__device__ __forceinline__ void load_vec(const T* __restrict__ row, std::int64_t i, std::int64_t end, bool aligned,
+                                         float fill, float (&out)[vec_width<T>()]) {
+  constexpr int W = vec_width<T>();
+  if (aligned && i + W <= end) {
+    const Vec<T> v = *reinterpret_cast<const Vec<T>*>(row + i);
+#pragma unroll
+    for (int j = 0; j < W; ++j) out[j] = to_float(v.e[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < W; ++j) out[j] = i + j < end ? to_float(row[i + j]) : fill;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void store_vec(T* __restrict__ row, std::int64_t i, std::int64_t end, bool aligned,
+                                          const float (&in)[vec_width<T>()]) {
+  constexpr int W = vec_width<T>();
+  if (aligned && i + W <= end) {
+    Vec<T> v;
+#pragma unroll
+    for (int j = 0; j < W; ++j) v.e[j] = from_float<T>(in[j]);
+    *reinterpret_cast<Vec<T>*>(row + i) = v;
+  } else {
+#pragma unroll
+    for (int j = 0; j < W; ++j)
+      if (i + j < end) row[i + j] = from_float<T>(in[j]);
+  }
+}
+
+}  // namespace cp::softmax_detail
+
+namespace cp::softmax_detail {
+
+// The identity of combine() for each reduced type.
+template <typename V>
+__device__ __forceinline__ V reduce_identity();
+template <>
+__device__ __forceinline__ float reduce_identity<float>() { return 0.0f; }
+template <>
+__device__ __forceinline__ MaxSum reduce_identity<MaxSum>() { return empty_max_sum(); }
+
+// Partials exchanged between blocks through global memory go through L2 (.cg), never a stale L1 line.
+__device__ __forceinline__ void store_cg(float* p, float v) { __stcg(p, v); }
+__device__ __forceinline__ void store_cg(MaxSum* p, MaxSum v) { __stcg(reinterpret_cast<float2*>(p), make_float2(v.max, v.sum)); }
+__device__ __forceinline__ float load_cg(const float* p) { return __ldcg(p); }
+__device__ __forceinline__ MaxSum load_cg(const MaxSum* p) {
+  const float2 v = __ldcg(reinterpret_cast<const float2*>(p));
+  return {v.x, v.y};
+}
+
+}  // namespace cp::softmax_detail

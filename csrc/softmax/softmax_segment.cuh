@@ -1,0 +1,155 @@
+// The row math every plan shares: softmax forward/backward over one segment [begin, end) of a
+// row, done by `lanes` threads (a warp, a block, ...). Plans differ only in how big the segment
+// is, how many threads share it and the Scope that reduces the statistics across the row:
+//   Scope::reduce(MaxSum) -> the row's (max, sum);  Scope::reduce(float) -> the row's sum.
+//
+// Tiling: a tile is lanes * kVecs 16-byte units; thread `lane` owns units k * lanes + lane
+// (k < kVecs), so a warp's loads are contiguous. When the segment is a single tile it stays in
+// registers across the reduction and DRAM sees one read + one write. Longer segments are read
+// twice (statistics pass, then the output pass), the second read hopefully from L1/L2.
+#pragma once
+#include <type_traits>
+
+#include "softmax/softmax_reduce.cuh"
+
+namespace cp::softmax_detail {
+
+template <typename T, int kVecs>
+struct Tile {
+  static constexpr int W = vec_width<T>();
+  float v[kVecs][W];
+
+  __device__ __forceinline__ void load(const T* __restrict__ row, std::int64_t tile_begin, std::int64_t end, int lane,
+                                       int lanes, bool aligned, float fill) {
+    // Offsets relative to this thread's first unit: one 64-bit base, small per-unit steps.
+    const std::int64_t first = tile_begin + static_cast<std::int64_t>(lane) * W;
+    const std::int64_t step = static_cast<std::int64_t>(lanes) * W;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) load_vec(row + first, k * step, end - first, aligned, fill, v[k]);
+  }
+  __device__ __forceinline__ void store(T* __restrict__ row, std::int64_t tile_begin, std::int64_t end, int lane,
+                                        int lanes, bool aligned) const {
+    const std::int64_t first = tile_begin + static_cast<std::int64_t>(lane) * W;
+    const std::int64_t step = static_cast<std::int64_t>(lanes) * W;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) store_vec(row + first, k * step, end - first, aligned, v[k]);
+  }
+};
+
+// y = softmax(x) over the row; this thread's part of [begin, end).
+template <typename T, int kVecs, typename Scope>
+__device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x, T* __restrict__ y,
+                                                        std::int64_t begin, std::int64_t end, int lane, int lanes,
+                                                        bool aligned, Scope& scope) {
+  static_assert(kVecs * vec_width<T>() <= kMaxValuesPerThread, "tile does not fit the register budget");
+  const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * vec_width<T>();
+  const bool single_tile = end - begin <= tile_elems;
+  Tile<T, kVecs> t;
+  MaxSum part = empty_max_sum();
+  for (std::int64_t t0 = begin; t0 < end; t0 += tile_elems) {
+    t.load(x, t0, end, lane, lanes, aligned, kNegInf);  // -inf padding adds exp(-inf) = 0
+    float m = part.max;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < Tile<T, kVecs>::W; ++j) m = nan_max(m, t.v[k][j]);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < Tile<T, kVecs>::W; ++j) s += exp_shifted(t.v[k][j], m);
+    part = {m, part.sum * rescale(part.max, m) + s};
+  }
+  const MaxSum row = scope.reduce(part);
+  const float inv_sum = 1.0f / row.sum;
+  for (std::int64_t t0 = begin; t0 < end; t0 += tile_elems) {
+    if (!single_tile) t.load(x, t0, end, lane, lanes, aligned, kNegInf);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < Tile<T, kVecs>::W; ++j) t.v[k][j] = exp_shifted(t.v[k][j], row.max) * inv_sum;
+    t.store(y, t0, end, lane, lanes, aligned);
+  }
+}
+
+// dx = y * (dy - sum(y * dy)) over the row; this thread's part of [begin, end).
+template <typename T, int kVecs, typename Scope>
+__device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y, const T* __restrict__ dy,
+                                                         T* __restrict__ dx, std::int64_t begin, std::int64_t end,
+                                                         int lane, int lanes, bool aligned, Scope& scope) {
+  static_assert(2 * kVecs * vec_width<T>() <= kMaxValuesPerThread, "tiles do not fit the register budget");
+  const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * vec_width<T>();
+  const bool single_tile = end - begin <= tile_elems;
+  Tile<T, kVecs> ty, tdy;
+  float dot = 0.0f;
+  for (std::int64_t t0 = begin; t0 < end; t0 += tile_elems) {
+    ty.load(y, t0, end, lane, lanes, aligned, 0.0f);
+    tdy.load(dy, t0, end, lane, lanes, aligned, 0.0f);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < Tile<T, kVecs>::W; ++j) dot = fmaf(ty.v[k][j], tdy.v[k][j], dot);
+  }
+  const float row_dot = scope.reduce(dot);
+  for (std::int64_t t0 = begin; t0 < end; t0 += tile_elems) {
+    if (!single_tile) {
+      ty.load(y, t0, end, lane, lanes, aligned, 0.0f);
+      tdy.load(dy, t0, end, lane, lanes, aligned, 0.0f);
+    }
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < Tile<T, kVecs>::W; ++j) ty.v[k][j] *= tdy.v[k][j] - row_dot;
+    ty.store(dx, t0, end, lane, lanes, aligned);
+  }
+}
+
+// Scope for a row owned by one warp.
+struct WarpScope {
+  template <typename V>
+  __device__ __forceinline__ V reduce(V v) const {
+    return warp_reduce(v);
+  }
+};
+
+// Scope for a row owned by one block.
+struct BlockScope {
+  template <typename V>
+  __device__ __forceinline__ V reduce(V v) const {
+    return block_reduce(v);
+  }
+};
+
+}  // namespace cp::softmax_detail
+
+namespace cp::softmax_detail {
+
+// Calls f(std::integral_constant<int, V>{}) for the runtime tile depth vecs in {1, 2, 4, 8},
+// instantiating only depths whose `operands` tiles fit kMaxValuesPerThread.
+template <typename T, int kOperands, typename F>
+void dispatch_vecs(int vecs, F&& f) {
+  auto call = [&](auto depth) {
+    if constexpr (kOperands * decltype(depth)::value * vec_width<T>() <= kMaxValuesPerThread) f(depth);
+  };
+  switch (vecs) {
+    case 1: call(std::integral_constant<int, 1>{}); break;
+    case 2: call(std::integral_constant<int, 2>{}); break;
+    case 4: call(std::integral_constant<int, 4>{}); break;
+    case 8: call(std::integral_constant<int, 8>{}); break;
+  }
+}
+
+// The deepest tile (16-byte units per thread, a power of two) that fits the register budget.
+template <typename T>
+constexpr int max_vecs(int operands) {
+  return kMaxValuesPerThread / vec_width<T>() / operands;
+}
+
+// Smallest power-of-two depth d <= max_depth with ceil(units / d) <= lanes_target.
+inline int tile_depth(std::int64_t units, std::int64_t lanes_target, int max_depth) {
+  int d = 1;
+  while (d < max_depth && (units + d - 1) / d > lanes_target) d *= 2;
+  return d;
+}
+
+}  // namespace cp::softmax_detail

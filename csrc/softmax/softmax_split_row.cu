@@ -1,0 +1,180 @@
+// split_row: long rows, few rows (32 x 1M, 4 x 4M): each row is cut into `slices` contiguous
+// slices, one 512-thread block per slice, so the whole GPU works on a handful of rows.
+// A block keeps its slice in registers (32 fp32 values per thread: 16384 elements forward, 8192
+// per operand backward), reduces it to partial statistics, publishes them in the workspace, bumps
+// the row's arrival counter and spins until every slice of the row has arrived; then it combines
+// all partials (same order in every block, so every block gets the same bits) and writes its
+// slice from registers: DRAM sees one read + one write.
+// Deadlock freedom: blocks take row/slice tickets from a global counter in the order they start,
+// and slices <= co-resident blocks (occupancy API x SMs), so the blocks a spinning block waits for
+// are already resident or can still be scheduled (the argument CUB's decoupled look-back uses).
+// Rows longer than that capacity get multi-tile slices, read twice (second read from L2).
+// Bound: DRAM bytes (forward 2x, backward 3x the tensor) plus one arrival round trip per row;
+// the workspace counters are zeroed by a cudaMemsetAsync before the kernel (graph-capturable).
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda_check.h"
+#include "common/dispatch.h"
+#include "softmax/softmax_plans.h"
+#include "softmax/softmax_segment.cuh"
+
+namespace cp::softmax_detail {
+namespace {
+
+constexpr int kThreads = 512;
+
+// Workspace: [ticket][arrivals x rows] (zeroed per call), then the partials (V x rows x slices).
+struct SplitLayout {
+  std::int64_t slices, slice_len;
+  std::size_t counters_bytes, total_bytes;
+};
+
+// Scope of one row slice: block reduction, then the exchange through global memory.
+template <typename V>
+struct GridScope {
+  V* row_partials;        // this row's `slices` slots
+  unsigned* row_arrivals;  // this row's arrival counter
+  int slices, slice;
+
+  __device__ V reduce(V v) const {
+    v = block_reduce(v);
+    if (threadIdx.x == 0) {
+      store_cg(row_partials + slice, v);
+      __threadfence();  // the partial is visible before the arrival is counted
+      atomicAdd(row_arrivals, 1u);
+      while (*static_cast<volatile unsigned*>(row_arrivals) < static_cast<unsigned>(slices)) __nanosleep(64);
+      __threadfence();
+    }
+    __syncthreads();
+    V acc = reduce_identity<V>();
+    for (int i = threadIdx.x; i < slices; i += blockDim.x) acc = combine(acc, load_cg(row_partials + i));
+    return block_reduce(acc);
+  }
+};
+
+struct Ticket {
+  std::int64_t row;
+  int slice;
+};
+
+__device__ __forceinline__ Ticket take_ticket(unsigned* ticket_counter, int slices) {
+  __shared__ unsigned ticket;
+  if (threadIdx.x == 0) ticket = atomicAdd(ticket_counter, 1u);
+  __syncthreads();
+  return {static_cast<std::int64_t>(ticket / slices), static_cast<int>(ticket % slices)};
+}
+
+template <typename T, int kVecs>
+__global__ __launch_bounds__(kThreads) void softmax_parallel_split_row_fwd(
+    const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t cols,
+    int slices, std::int64_t slice_len, bool aligned, unsigned* counters, MaxSum* partials) {
+  const Ticket t = take_ticket(counters, slices);
+  const GridScope<MaxSum> scope{partials + t.row * slices, counters + 1 + t.row, slices, t.slice};
+  const std::int64_t begin = t.slice * slice_len;
+  softmax_segment_forward<T, kVecs>(x + t.row * x_stride, y + t.row * y_stride, begin, std::min(cols, begin + slice_len),
+                                    threadIdx.x, kThreads, aligned, scope);
+}
+
+template <typename T, int kVecs>
+__global__ __launch_bounds__(kThreads) void softmax_parallel_split_row_bwd(
+    const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
+    T* __restrict__ dx, std::int64_t dx_stride, std::int64_t cols, int slices,
+    std::int64_t slice_len, bool aligned, unsigned* counters, float* partials) {
+  const Ticket t = take_ticket(counters, slices);
+  const GridScope<float> scope{partials + t.row * slices, counters + 1 + t.row, slices, t.slice};
+  const std::int64_t begin = t.slice * slice_len;
+  softmax_segment_backward<T, kVecs>(y + t.row * y_stride, dy + t.row * dy_stride, dx + t.row * dx_stride, begin,
+                                     std::min(cols, begin + slice_len), threadIdx.x, kThreads, aligned, scope);
+}
+
+template <typename T, int kOperands>
+constexpr int split_depth() {
+  return max_vecs<T>(kOperands);
+}
+
+// Slices: as many one-tile slices as the row needs, capped by the co-resident block count.
+template <typename T, int kOperands, typename Kernel>
+SplitLayout split_layout(Kernel kernel, std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+  int per_sm = 0;
+  {
+    DeviceGuard guard(device);
+    CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  }
+  const std::int64_t capacity = std::max<std::int64_t>(1, static_cast<std::int64_t>(per_sm) * sm_count);
+  constexpr int W = vec_width<T>();
+  const std::int64_t tile_elems = static_cast<std::int64_t>(kThreads) * split_depth<T, kOperands>() * W;
+  std::int64_t slices = std::min(capacity, (cols + tile_elems - 1) / tile_elems);
+  const std::int64_t slice_len = ((cols + slices - 1) / slices + W - 1) / W * W;  // 16-byte aligned slices
+  slices = (cols + slice_len - 1) / slice_len;
+  SplitLayout l{slices, slice_len, 0, 0};
+  l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(1 + rows);
+  const std::size_t partials_offset = (l.counters_bytes + 15) / 16 * 16;
+  l.total_bytes = partials_offset + sizeof(MaxSum) * static_cast<std::size_t>(rows * slices);
+  return l;
+}
+
+template <typename T>
+SplitLayout forward_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+  return split_layout<T, 1>(softmax_parallel_split_row_fwd<T, split_depth<T, 1>()>, rows, cols, device, sm_count);
+}
+template <typename T>
+SplitLayout backward_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+  return split_layout<T, 2>(softmax_parallel_split_row_bwd<T, split_depth<T, 2>()>, rows, cols, device, sm_count);
+}
+
+template <typename V>
+V* partials_of(const LaunchContext& ctx, const SplitLayout& l) {
+  return reinterpret_cast<V*>(static_cast<char*>(ctx.workspace) + (l.counters_bytes + 15) / 16 * 16);
+}
+
+void prepare_workspace(const LaunchContext& ctx, const SplitLayout& l) {
+  if (ctx.workspace == nullptr || ctx.workspace_bytes < l.total_bytes)
+    throw std::invalid_argument("softmax split_row: workspace of " + std::to_string(ctx.workspace_bytes) +
+                                " bytes given, " + std::to_string(l.total_bytes) + " needed");
+  CP_CUDA_CHECK(cudaMemsetAsync(ctx.workspace, 0, l.counters_bytes, ctx.stream));
+}
+
+unsigned split_grid(std::int64_t rows, const SplitLayout& l) {
+  const std::int64_t blocks = rows * l.slices;
+  if (blocks > 0x7fffffff) throw std::invalid_argument("softmax split_row: rows x slices exceeds the grid limit");
+  return static_cast<unsigned>(blocks);
+}
+
+}  // namespace
+
+std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+  std::size_t bytes = 0;
+  CP_DISPATCH_FLOAT_TYPES(dtype, T, {
+    bytes = std::max(forward_layout<T>(rows, cols, device, sm_count).total_bytes,
+                     backward_layout<T>(rows, cols, device, sm_count).total_bytes);
+  })
+  return bytes;
+}
+
+void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
+  CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
+    const SplitLayout l = forward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
+    prepare_workspace(ctx, l);
+    softmax_parallel_split_row_fwd<T, split_depth<T, 1>()><<<split_grid(op.rows, l), kThreads, 0, ctx.stream>>>(
+        static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
+        static_cast<int>(l.slices), l.slice_len, op.aligned, static_cast<unsigned*>(ctx.workspace),
+        partials_of<MaxSum>(ctx, l));
+  })
+  CP_CHECK_LAUNCH("softmax_parallel_split_row_fwd");
+}
+
+void split_row_backward(const RowOperands& op, const LaunchContext& ctx) {
+  CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
+    const SplitLayout l = backward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
+    prepare_workspace(ctx, l);
+    softmax_parallel_split_row_bwd<T, split_depth<T, 2>()><<<split_grid(op.rows, l), kThreads, 0, ctx.stream>>>(
+        static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
+        static_cast<T*>(op.out), op.out_stride, op.cols, static_cast<int>(l.slices), l.slice_len,
+        op.aligned, static_cast<unsigned*>(ctx.workspace), partials_of<float>(ctx, l));
+  })
+  CP_CHECK_LAUNCH("softmax_parallel_split_row_bwd");
+}
+
+}  // namespace cp::softmax_detail

@@ -1,0 +1,101 @@
+"""What one benchmark case is: inputs, a float64 reference, the work it counts, and its providers.
+
+A case is one (op, direction, dtype, shape). Its providers are our kernels (one per backend and
+plan/kernel), the peers (torch eager, torch.compile, Liger, cuBLAS) and an A/A control (a peer
+timed a second time under another name, so the report shows how far two identical providers land
+apart). Every provider of a case reads the same input copies and is checked against the same
+reference.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import torch
+
+Inputs = tuple  # tuple[torch.Tensor, ...]
+
+OURS, PEER, CONTROL = "ours", "peer", "control"
+
+
+@dataclass
+class Provider:
+    name: str                                   # "cuda", "triton", "torch", "torch.compile", "liger", "cublas", ...
+    kind: str                                   # OURS, PEER or CONTROL
+    bind: Optional[Callable[[Inputs], Callable[[], torch.Tensor]]] = None  # inputs -> one launch
+    plan: Optional[str] = None                  # requested plan / kernel name (ours), else None
+    resolved_plan: Optional[str] = None         # what "auto" picked (ours), else None
+    status: str = "ok"                          # "refused" / "unavailable" when it cannot run here
+    reason: str = ""                            # why not, when status is not "ok"
+    control_of: Optional[str] = None            # CONTROL: the provider it repeats
+
+
+@dataclass
+class Case:
+    op: str                                     # "softmax" or "matmul"
+    direction: str                              # "fwd" or "bwd" ("fwd" for matmul)
+    dtype: torch.dtype
+    shape: tuple
+    make_inputs: Callable[[torch.Generator], Inputs]  # fresh random inputs on `device` from this generator
+    reference: Callable[[Inputs], torch.Tensor]  # float64 result for one input set
+    tolerance: float                            # max ||out - ref|| / ||ref||
+    bytes: Optional[int] = None                 # softmax: bytes read + written once
+    flops: Optional[int] = None                 # matmul: 2*M*N*K
+    providers: list = field(default_factory=list)
+    device: str = "cuda"
+
+    @property
+    def working_set_bytes(self) -> int:
+        if self.bytes is not None:
+            return self.bytes
+        m, n, k = self.shape
+        return (m * k + k * n + m * n) * torch.empty((), dtype=self.dtype).element_size()
+
+
+def relative_error(out: torch.Tensor, ref64: torch.Tensor) -> tuple[float, str]:
+    """(||out - ref|| / ||ref|| in float64, problem text or ''); non-finite output is a problem."""
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(ref64.shape):
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        return float("inf"), f"output shape {got} != reference shape {tuple(ref64.shape)}"
+    out64 = out.double()
+    bad = int((~torch.isfinite(out64) & torch.isfinite(ref64)).sum())
+    if bad:
+        return float("inf"), f"{bad} non-finite (NaN/inf or unwritten) outputs where the reference is finite"
+    norm = float(ref64.norm())
+    diff = float((out64 - ref64).norm())
+    return (diff / norm if norm > 0 else diff), ""
+
+
+def our_providers(backend: str, module_path: str, all_names: bool, list_names, choose, check, bind) -> list:
+    """One provider per plan/kernel name of `backend` (every name, or only the "auto" choice).
+
+    list_names(module) -> names; choose(module) -> the name "auto" picks; check(module, name) raises
+    ValueError when that name cannot run this case; bind(module, name) -> Provider.bind.
+    """
+    import cuda_portfolio as cp
+
+    wanted = "all" if all_names else "auto"
+    ok, reason = cp.available_backends()[backend]
+    if not ok:
+        return [Provider(backend, OURS, plan=wanted, status="unavailable", reason=reason)]
+    try:
+        module = importlib.import_module(module_path)
+    except ImportError as exc:
+        return [Provider(backend, OURS, plan=wanted, status="unavailable", reason=f"{module_path}: {exc}")]
+    providers = []
+    for name in (list_names(module) if all_names else ["auto"]):
+        resolved = None if name == "auto" else name
+        try:
+            resolved = resolved or choose(module)
+            check(module, resolved)
+        except ValueError as exc:  # this plan/kernel cannot run this case here: say why
+            providers.append(Provider(backend, OURS, plan=name, resolved_plan=resolved, status="refused",
+                                      reason=str(exc)))
+            continue
+        except Exception as exc:  # the backend module broke its interface: report it, keep going
+            providers.append(Provider(backend, OURS, plan=name, resolved_plan=resolved, status="error",
+                                      reason=f"{type(exc).__name__}: {exc}"))
+            continue
+        providers.append(Provider(backend, OURS, bind=bind(module, resolved), plan=name, resolved_plan=resolved))
+    return providers

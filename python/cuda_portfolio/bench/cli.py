@@ -1,0 +1,168 @@
+"""The benchmark command line: python -m cuda_portfolio.bench (and scripts/benchmark.py).
+
+Parsing and --help need no GPU and never initialize CUDA; a run without a GPU exits 3 with a
+one-line reason. Exit status 1 when any provider computed a WRONG result or failed with an error.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from .shapes import parse_dtypes, shape_text, shapes_for
+
+EPILOG = """examples:
+  %(prog)s --op all --shapes quick                    both ops, both backends, a few shapes (~2-3 min on H200)
+  %(prog)s --op softmax --shapes full --plans all     every softmax plan on the H200.md shapes
+  %(prog)s --op matmul --shapes 4096x4096x4096,4000x3000x2000 --dtype bf16 --plot gemm.png
+  %(prog)s --op softmax --shapes 4096x4096 --direction bwd --dtype fp32,bf16
+
+timing: CUDA graph replay (set PYTORCH_NO_CUDA_MEMORY_CACHING=1 for CUDA events); see results/README.md"""
+
+
+def build_parser(prog: str = "cuda_portfolio.bench") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Time cuda_portfolio's softmax and GEMM kernels against "
+                                "peers and ceilings measured in the same run; validate every output.",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--op", choices=("softmax", "matmul", "all"), default="all")
+    p.add_argument("--backend", choices=("cuda", "triton", "all"), default="all", help="our backend(s) to time")
+    p.add_argument("--dtype", default=None, help="comma list of float32/float16/bfloat16 (fp32/fp16/bf16); "
+                   "default: softmax float32,bfloat16; matmul bfloat16,float16")
+    p.add_argument("--direction", choices=("fwd", "bwd", "both"), default="both", help="softmax direction(s)")
+    p.add_argument("--shapes", default="quick", help="quick | full | comma list of MxN (softmax) and MxNxK (matmul)")
+    p.add_argument("--plans", choices=("auto", "all"), default="auto",
+                   help="auto: the plan/kernel 'auto' picks; all: every softmax plan and GEMM kernel")
+    p.add_argument("--json", dest="json_path", default=None,
+                   help="results file (default results/local/bench-<op>-<date>.json)")
+    p.add_argument("--plot", dest="plot_path", default=None, help="also write a PNG plot here (needs matplotlib)")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds over all providers of a case")
+    p.add_argument("--samples", type=int, default=10, help="timed samples per provider per round")
+    p.add_argument("--allow-tf32", action="store_true", help="fp32 GEMM may use tf32 (ours and cuBLAS alike)")
+    p.add_argument("--copy-mib", type=int, default=1024, help="buffer size of the device-copy ceiling, MiB")
+    return p
+
+
+def parse_args(argv, prog: str = "cuda_portfolio.bench") -> argparse.Namespace:
+    """Parsed arguments with .ops, .backends, .directions, .dtypes {op: [...]}, .shape_lists {op: [...]}."""
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.samples < 1 or args.copy_mib < 1:
+        parser.error("--rounds, --samples and --copy-mib must be at least 1")
+    args.ops = ["softmax", "matmul"] if args.op == "all" else [args.op]
+    args.backends = ["cuda", "triton"] if args.backend == "all" else [args.backend]
+    args.directions = ["fwd", "bwd"] if args.direction == "both" else [args.direction]
+    try:
+        args.dtypes = {op: parse_dtypes(args.dtype, op) for op in args.ops}
+        args.shape_lists = {op: shapes_for(op, args.shapes) for op in args.ops}
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not any(args.shape_lists.values()):
+        parser.error(f"--shapes {args.shapes!r} gives no shape for --op {args.op} "
+                     "(softmax takes MxN, matmul takes MxNxK)")
+    return args
+
+
+def case_specs(args) -> list[tuple]:
+    """(op, dtype, direction, shape) in run order."""
+    specs = []
+    for op in args.ops:
+        for dtype in args.dtypes[op]:
+            for direction in (args.directions if op == "softmax" else ["fwd"]):
+                specs += [(op, dtype, direction, shape) for shape in args.shape_lists[op]]
+    return specs
+
+
+def gpu_refusal() -> str | None:
+    """Why this process cannot benchmark, or None."""
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        return "TRITON_INTERPRET=1 is set: benchmarks time compiled kernels on a GPU; unset it"
+    if not torch.cuda.is_available():
+        return f"no CUDA device visible to torch {torch.__version__} (CUDA {torch.version.cuda}); benchmarks need a GPU"
+    return None
+
+
+def _progress(specs):
+    """(index, spec) pairs with a tqdm bar when tqdm is installed, else one stderr line per case."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        for i, spec in enumerate(specs):
+            print(f"[{i + 1}/{len(specs)}] {spec[0]} {spec[2]} {spec[1]} {shape_text(spec[3])}", file=sys.stderr,
+                  flush=True)
+            yield spec
+        return
+    bar = tqdm(specs, desc="bench", unit="case", file=sys.stderr)
+    for spec in bar:
+        bar.set_postfix_str(f"{spec[0]} {spec[2]} {str(spec[1]).removeprefix('torch.')} {shape_text(spec[3])}")
+        yield spec
+
+
+def default_json_path(op: str) -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / "local" / f"bench-{op}-{stamp}.json"
+
+
+def run(args, command: str) -> dict:
+    from .env import env_block
+    from .matmul_cases import make_matmul_case
+    from .runner import run_case
+    from .softmax_cases import make_softmax_case
+    from .timing import TimingSettings, default_method, device_copy_ceiling, l2_bytes
+
+    if args.allow_tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+    method, reason = default_method()
+    settings = TimingSettings(rounds=args.rounds, samples_per_round=args.samples, method=method,
+                              method_reason=reason, l2_bytes=l2_bytes())
+    ceilings = {"device_copy": device_copy_ceiling(settings, args.copy_mib << 20), "cublas": []}
+    records = []
+    for op, dtype, direction, shape in _progress(case_specs(args)):
+        if op == "softmax":
+            case = make_softmax_case(shape, dtype, direction, args.backends, args.plans == "all")
+        else:
+            case = make_matmul_case(shape, dtype, args.backends, args.plans == "all")
+        records += run_case(case, settings, ceilings)
+        del case
+        torch.cuda.empty_cache()  # the next case may need the memory this one's graphs and copies held
+    from .schema import SCHEMA
+    return {"schema": SCHEMA, "env": env_block(method, reason, command),
+            "settings": {"rounds": args.rounds, "samples_per_round": args.samples, "shapes": args.shapes,
+                         "plans": args.plans, "backends": args.backends},
+            "ceilings": ceilings, "records": records}
+
+
+def main(argv=None, prog: str = "cuda_portfolio.bench") -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv, prog)
+    refusal = gpu_refusal()
+    if refusal is not None:
+        print(f"benchmark: {refusal}", file=sys.stderr)
+        return 3
+    doc = run(args, f"{prog} {shlex.join(argv)}".strip())
+    path = Path(args.json_path) if args.json_path else default_json_path(args.op)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+    from .report import render_table
+    from .schema import validate_results
+
+    print(render_table(doc))
+    if args.plot_path:
+        from .plot import render_plot
+        try:
+            render_plot(doc, args.plot_path)
+            print(f"plot: {args.plot_path}")
+        except (RuntimeError, ValueError) as exc:
+            print(f"plot not written: {exc}", file=sys.stderr)
+    problems = validate_results(doc)
+    for line in problems:
+        print(f"schema problem: {line}", file=sys.stderr)
+    failed = [r for r in doc["records"] if r["status"] in ("WRONG", "error")]
+    print(f"results: {path} ({len(doc['records'])} records, {len(failed)} WRONG/error)")
+    return 1 if failed or problems else 0

@@ -1,0 +1,64 @@
+"""GEMM cases: our kernels per backend, cuBLAS (torch.matmul) as peer and ceiling, cuBLAS A/A.
+
+Our kernels are timed through the backend modules' matmul(a, b, out, kernel, allow_tf32) (the
+interface in native/matmul.py and triton_kernels/matmul.py); "auto" resolves with the module's
+choose_kernel and the record names the kernel. fp32 follows
+torch.backends.cuda.matmul.allow_tf32 for every provider, cuBLAS included (--allow-tf32).
+"""
+from __future__ import annotations
+
+import torch
+
+from .case import CONTROL, PEER, Case, Provider, our_providers
+
+BACKEND_MODULES = {"cuda": "cuda_portfolio.native.matmul", "triton": "cuda_portfolio.triton_kernels.matmul"}
+TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+TF32_TOLERANCE = 5e-3
+
+
+def make_matmul_case(shape, dtype: torch.dtype, backends, all_kernels: bool, device: str = "cuda",
+                     peers: bool = True) -> Case:
+    m, n, k = shape
+    allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
+
+    def make_inputs(generator):
+        a = torch.randn(m, k, device=device, dtype=torch.float32, generator=generator).to(dtype)
+        b = torch.randn(k, n, device=device, dtype=torch.float32, generator=generator).to(dtype)
+        return a, b
+
+    def reference(inputs):
+        return inputs[0].double() @ inputs[1].double()
+
+    tolerance = TF32_TOLERANCE if dtype == torch.float32 and allow_tf32 else TOLERANCE[dtype]
+    case = Case("matmul", "fwd", dtype, tuple(shape), make_inputs, reference, tolerance, flops=2 * m * n * k,
+                device=device)
+    # choose_kernel / check_kernel decide from the operands' shapes, dtype and strides only.
+    a = torch.empty(m, k, device=device, dtype=dtype)
+    b = torch.empty(k, n, device=device, dtype=dtype)
+    for backend in backends:
+        case.providers += our_providers(
+            backend, BACKEND_MODULES[backend], all_kernels, list_names=lambda m: m.kernels(),
+            choose=lambda m: m.choose_kernel(a, b, allow_tf32),
+            check=lambda m, kernel: m.check_kernel(kernel, a, b, allow_tf32),
+            bind=lambda m, kernel: _bind_ours(m, kernel, allow_tf32))
+    if peers:
+        case.providers += [Provider("cublas", PEER, bind=_bind_cublas),
+                           Provider("cublas (A/A)", CONTROL, bind=_bind_cublas, control_of="cublas")]
+    return case
+
+
+def _bind_cublas(inputs):
+    a, b = inputs
+    return lambda: torch.matmul(a, b)
+
+
+def _bind_ours(module, kernel, allow_tf32):
+    def bind(inputs):
+        a, b = inputs
+
+        def launch():
+            out = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
+            module.matmul(a, b, out, kernel, allow_tf32)
+            return out
+        return launch
+    return bind

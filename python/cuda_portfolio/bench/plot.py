@@ -1,0 +1,123 @@
+"""Plots of a results file (matplotlib, optional: the `bench` extra).
+
+    python -m cuda_portfolio.bench.plot results.json out.png
+
+Softmax: TB/s against row length (log x), one line per provider (and plan), forward solid and
+backward dashed, the measured device-copy ceiling as a horizontal line; one panel per dtype.
+GEMM: TFLOP/s per kernel against cuBLAS as grouped bars per shape; one panel per dtype.
+Only records whose output validated (status ok) are drawn; the A/A control is left to the table.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise RuntimeError(f"plotting needs matplotlib (pip install matplotlib): {exc}") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def series_label(r: dict) -> str:
+    """Provider, plus the plan/kernel when one was asked for by name ("auto" may resolve differently per shape)."""
+    return r["provider"] if r["plan"] in (None, "auto") else f"{r['provider']} [{r['plan']}]"
+
+
+def _softmax_panel(ax, records, dtype, copy_tbs):
+    series = {}
+    for r in records:
+        series.setdefault(series_label(r), {}).setdefault(r["direction"], []).append((r["shape"][1], r["tb_per_s"]))
+    colors = plt_colors(len(series))
+    for color, (label, by_direction) in zip(colors, sorted(series.items())):
+        for direction, points in sorted(by_direction.items(), reverse=True):  # fwd before bwd
+            points.sort()
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o" if direction == "fwd" else "s",
+                    linestyle="-" if direction == "fwd" else "--", color=color, label=f"{label} {direction}")
+    if copy_tbs:
+        ax.axhline(copy_tbs, color="black", linewidth=1, linestyle=":", label=f"device copy {copy_tbs:.2f} TB/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("row length (columns)")
+    ax.set_ylabel("TB/s (bytes read + written once)")
+    ax.set_title(f"softmax {dtype} (solid: forward, dashed: backward)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _matmul_panel(ax, records, dtype):
+    shapes = list(dict.fromkeys(tuple(r["shape"]) for r in records))
+    labels = sorted({series_label(r) for r in records}, key=lambda s: (s == "cublas", s))
+    width = 0.8 / max(1, len(labels))
+    for j, (color, label) in enumerate(zip(plt_colors(len(labels)), labels)):
+        values = {tuple(r["shape"]): r["tflop_per_s"] for r in records if series_label(r) == label}
+        xs = [i + (j - (len(labels) - 1) / 2) * width for i in range(len(shapes))]
+        ax.bar(xs, [values.get(s, 0.0) for s in shapes], width=width, label=label, color=color)
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels(["x".join(map(str, s)) for s in shapes], rotation=20, fontsize=8)
+    ax.set_ylabel("TFLOP/s (2*M*N*K)")
+    ax.set_title(f"GEMM {dtype}")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def plt_colors(n: int) -> list:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def render_plot(doc: dict, path: str) -> None:
+    """One PNG: a row of softmax panels and/or a row of GEMM panels, one panel per dtype."""
+    plt = _pyplot()
+    ok = [r for r in doc["records"] if r["status"] == "ok" and r["kind"] != "control"]  # A/A: the table's job
+    panels = []
+    for op in ("softmax", "matmul"):
+        dtypes = sorted({r["dtype"] for r in ok if r["op"] == op})
+        if dtypes:
+            panels.append((op, dtypes))
+    if not panels:
+        raise ValueError("nothing to plot: no record in the results file has status ok")
+    columns = max(len(d) for _, d in panels)
+    fig, axes = plt.subplots(len(panels), columns, figsize=(6.5 * columns, 4.8 * len(panels)), squeeze=False)
+    copy_tbs = (doc["ceilings"].get("device_copy") or {}).get("tb_per_s")
+    for row, (op, dtypes) in enumerate(panels):
+        for col in range(columns):
+            ax = axes[row][col]
+            if col >= len(dtypes):
+                ax.axis("off")
+                continue
+            selected = [r for r in ok if r["op"] == op and r["dtype"] == dtypes[col]]
+            if op == "softmax":
+                _softmax_panel(ax, selected, dtypes[col], copy_tbs)
+            else:
+                _matmul_panel(ax, selected, dtypes[col])
+    env = doc["env"]
+    fig.suptitle(f"{env['gpu']} - torch {env['torch']}, triton {env['triton']} - {env['date']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m cuda_portfolio.bench.plot RESULTS.json OUT.png", file=sys.stderr)
+        return 2
+    with open(args[0]) as f:
+        doc = json.load(f)
+    try:
+        render_plot(doc, args[1])
+    except (RuntimeError, ValueError) as exc:
+        print(f"plot: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {args[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

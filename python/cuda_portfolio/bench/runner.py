@@ -1,0 +1,108 @@
+"""Runs cases: providers interleaved over rounds, outputs re-validated after timing, one record each.
+
+Per case: every provider is warmed up and prepared (graph captured) first; then each round times
+every provider in turn, starting one later each round (ABC, BCA, CAB, ...), so drift in clocks or
+temperature spreads over all providers instead of landing on whichever ran last. After timing, the
+output of the last timed launch is compared with the float64 reference: a provider that computed
+the wrong thing is recorded WRONG, with no throughput and no ratios.
+"""
+from __future__ import annotations
+
+import torch
+
+from .case import CONTROL, OURS, PEER, Case, relative_error
+from .shapes import shape_text
+from .timing import LaunchTimer, TimingSettings, first_line, input_copies_for, summarize
+
+
+def base_record(case: Case, provider) -> dict:
+    return {"op": case.op, "direction": case.direction, "dtype": str(case.dtype).removeprefix("torch."),
+            "shape": list(case.shape), "provider": provider.name, "kind": provider.kind, "plan": provider.plan,
+            "resolved_plan": provider.resolved_plan, "control_of": provider.control_of, "status": provider.status,
+            "reason": provider.reason, "method": None, "method_reason": "", "launches_per_sample": None,
+            "input_copies": None, "time_ms": None, "bytes": case.bytes, "flops": case.flops, "tb_per_s": None,
+            "tflop_per_s": None, "ratio_to_ceiling": None, "ratio_to_peers": {},
+            "validation": {"rel_err": None, "tolerance": case.tolerance}}
+
+
+def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory=LaunchTimer) -> list[dict]:
+    """Time every provider of `case`; returns one record per provider (also the ones that cannot run)."""
+    copies_n = input_copies_for(case.working_set_bytes, settings.l2_bytes)
+    # Our own generator: a failed graph capture leaves torch's default CUDA generator in capture
+    # mode (torch does not undo it), and later draws from it fail.
+    generator = torch.Generator(device=case.device)
+    generator.seed()
+    copies = [case.make_inputs(generator) for _ in range(copies_n)]
+    records, active = [], []
+    for provider in case.providers:
+        record = base_record(case, provider)
+        records.append(record)
+        if provider.status != "ok":
+            continue
+        record["input_copies"] = copies_n
+        try:
+            timer = timer_factory([provider.bind(inputs) for inputs in copies], settings)
+            timer.prepare()
+        except Exception as exc:  # a peer refusing the shape, or our kernel failing: recorded, not raised
+            record["status"] = "error" if provider.kind == OURS else "refused"
+            record["reason"] = first_line(exc)
+            continue
+        active.append((record, timer, []))
+
+    for round_index in range(settings.rounds):
+        shift = round_index % max(1, len(active))
+        for record, timer, samples in active[shift:] + active[:shift]:
+            if record["status"] != "ok":
+                continue
+            try:
+                samples += timer.sample(timer.samples_this_round())
+            except Exception as exc:
+                record["status"], record["reason"] = "error", first_line(exc)
+
+    references = {}
+    for record, timer, samples in active:
+        if record["status"] == "ok":
+            output, copy_index = timer.last_output()
+            if copy_index not in references:
+                references[copy_index] = case.reference(copies[copy_index])
+            rel_err, problem = relative_error(output, references[copy_index])
+            record["validation"]["rel_err"] = rel_err if problem == "" else None
+            if problem or rel_err > case.tolerance:
+                record["status"] = "WRONG"
+                record["reason"] = problem or f"rel err {rel_err:.3e} > tolerance {case.tolerance:.0e}"
+        record.update(method=timer.method, method_reason=timer.method_reason,
+                      launches_per_sample=timer.launches_per_sample)
+        if samples:
+            record["time_ms"] = summarize(samples)
+        timer.close()
+    add_throughput_and_ratios(case, records, ceilings)
+    return records
+
+
+def add_throughput_and_ratios(case: Case, records: list[dict], ceilings: dict) -> None:
+    ok = [r for r in records if r["status"] == "ok" and r["time_ms"]]
+    peers = [r for r in ok if r["kind"] in (PEER, CONTROL)]
+    cublas = next((r for r in ok if r["provider"] == "cublas"), None) if case.op == "matmul" else None
+    if cublas is not None:
+        ceilings.setdefault("cublas", []).append(
+            {"dtype": cublas["dtype"], "shape": cublas["shape"], "time_ms": cublas["time_ms"]["median"],
+             "tflop_per_s": case.flops / (cublas["time_ms"]["median"] * 1e-3) / 1e12})
+    copy_tbs = (ceilings.get("device_copy") or {}).get("tb_per_s")
+    for record in ok:
+        seconds = record["time_ms"]["median"] * 1e-3
+        if case.bytes is not None:
+            record["tb_per_s"] = case.bytes / seconds / 1e12
+            if copy_tbs:
+                record["ratio_to_ceiling"] = record["tb_per_s"] / copy_tbs
+        if case.flops is not None:
+            record["tflop_per_s"] = case.flops / seconds / 1e12
+            if cublas is not None:
+                record["ratio_to_ceiling"] = cublas["time_ms"]["median"] / record["time_ms"]["median"]
+        record["ratio_to_peers"] = {p["provider"]: p["time_ms"]["median"] / record["time_ms"]["median"]
+                                    for p in peers if p is not record}
+
+
+def case_label(case: Case) -> str:
+    direction = f" {case.direction}" if case.op == "softmax" else ""
+    return f"{case.op}{direction} {str(case.dtype).removeprefix('torch.')} {shape_text(case.shape)}"
+

@@ -1,0 +1,136 @@
+"""Softmax cases: our plans per backend, torch eager, torch.compile, Liger (when installed), A/A.
+
+Our kernels are timed through the backend modules' forward/backward (the interface in
+native/softmax.py and triton_kernels/softmax.py), which is what cp.softmax launches without its
+autograd bookkeeping; "auto" resolves with the module's choose_plan and the record names the plan.
+Backward inputs are y = softmax(x) and a random dy; Liger's backward is reached through autograd
+on its own forward, the only entry point it documents.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from .case import CONTROL, PEER, Case, Provider, our_providers
+from .timing import first_line
+
+BACKEND_MODULES = {"cuda": "cuda_portfolio.native.softmax", "triton": "cuda_portfolio.triton_kernels.softmax"}
+TOLERANCE = {"fwd": {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2},
+             "bwd": {torch.float32: 1e-4, torch.float16: 5e-3, torch.bfloat16: 1e-2}}
+
+
+def softmax_bytes(direction: str, rows: int, cols: int, dtype: torch.dtype) -> int:
+    """fwd reads x and writes y; bwd reads y and dy and writes dx: each once."""
+    tensors = 2 if direction == "fwd" else 3
+    return tensors * rows * cols * torch.empty((), dtype=dtype).element_size()
+
+
+def make_softmax_case(shape, dtype: torch.dtype, direction: str, backends, all_plans: bool,
+                      device: str = "cuda", peers: bool = True) -> Case:
+    rows, cols = shape
+
+    def make_inputs(generator):
+        x = torch.randn(rows, cols, device=device, dtype=torch.float32, generator=generator).mul_(3.0)
+        if direction == "fwd":
+            return (x.to(dtype),)
+        y = torch.softmax(x, dim=-1).to(dtype)
+        dy = torch.randn(rows, cols, device=device, dtype=torch.float32, generator=generator).to(dtype)
+        return x.to(dtype), y, dy
+
+    case = Case("softmax", direction, dtype, tuple(shape), make_inputs, _reference(direction),
+                TOLERANCE[direction][dtype], bytes=softmax_bytes(direction, rows, cols, dtype), device=device)
+    dev = torch.device(device)
+    for backend in backends:
+        case.providers += our_providers(
+            backend, BACKEND_MODULES[backend], all_plans, list_names=lambda m: m.plans(),
+            choose=lambda m: m.choose_plan(rows, cols, dtype, dev),
+            check=lambda m, plan: m.check_plan(plan, rows, cols, dtype, dev),
+            bind=lambda m, plan: _bind_ours(m, direction, plan))
+    if peers:
+        case.providers += peer_providers(direction)
+    return case
+
+
+def _reference(direction: str):
+    def forward(inputs):
+        return torch.softmax(inputs[0].double(), dim=-1)
+
+    def backward(inputs):
+        y, dy = inputs[1].double(), inputs[2].double()
+        return y * (dy - (dy * y).sum(dim=-1, keepdim=True))
+
+    return forward if direction == "fwd" else backward
+
+
+def _bind_ours(module, direction, plan):
+    def bind(inputs):
+        if direction == "fwd":
+            x = inputs[0]
+
+            def forward():
+                y = torch.empty_like(x)
+                module.forward(x, y, plan)
+                return y
+            return forward
+        _, y, dy = inputs
+
+        def backward():
+            dx = torch.empty_like(y)
+            module.backward(y, dy, dx, plan)
+            return dx
+        return backward
+    return bind
+
+
+def _torch_forward(x):
+    return torch.softmax(x, dim=-1)
+
+
+def _torch_backward(y, dy):
+    return torch._softmax_backward_data(dy, y, -1, y.dtype)
+
+
+def _bind_eager(direction):
+    def bind(inputs):
+        if direction == "fwd":
+            return lambda: _torch_forward(inputs[0])
+        return lambda: _torch_backward(inputs[1], inputs[2])
+    return bind
+
+
+def _bind_compiled(direction):
+    # A fresh dynamo cache per case: each shape compiles once, specialized, and never hits the
+    # recompile limit (past it, dynamo would silently run eager and we would time eager twice).
+    torch._dynamo.reset()
+    warnings.filterwarnings("ignore", message="Online softmax is disabled")  # inductor's per-compile notice
+    compiled = torch.compile(_torch_forward if direction == "fwd" else _torch_backward, dynamic=False)
+
+    def bind(inputs):
+        if direction == "fwd":
+            return lambda: compiled(inputs[0])
+        return lambda: compiled(inputs[1], inputs[2])
+    return bind
+
+
+def _liger_provider(direction) -> Provider:
+    try:
+        from liger_kernel.ops.softmax import LigerSoftmaxFunction
+    except ImportError as exc:
+        return Provider("liger", PEER, status="unavailable", reason=f"liger-kernel not installed ({first_line(exc)})")
+
+    def bind(inputs):
+        if direction == "fwd":
+            return lambda: LigerSoftmaxFunction.apply(inputs[0])
+        x = inputs[0].detach().requires_grad_()
+        y = LigerSoftmaxFunction.apply(x)
+        dy = inputs[2]
+        return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)[0]
+    return Provider("liger", PEER, bind=bind)
+
+
+def peer_providers(direction) -> list[Provider]:
+    return [Provider("torch", PEER, bind=_bind_eager(direction)),
+            Provider("torch.compile", PEER, bind=_bind_compiled(direction)),
+            _liger_provider(direction),
+            Provider("torch (A/A)", CONTROL, bind=_bind_eager(direction), control_of="torch")]

@@ -1,0 +1,84 @@
+"""Native softmax launches (csrc/softmax/): the plan functions shared with the Triton backend.
+
+Tensors are (rows, cols) views with unit column stride and any row stride >= cols; base pointers
+need not be 16-byte aligned (the kernels fall back to element accesses). Scratch memory (the
+split_row plan's partials and counters) comes from torch's caching allocator on x's device, so
+calls stay CUDA-graph capturable and never synchronize the host.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import DTYPE_NAMES, native_module, row_stride, stream_and_device
+
+
+def plans() -> list[str]:
+    """Every native plan name (cluster_split_row included; check_plan says where it cannot run)."""
+    return list(native_module().softmax_plans())
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    if dtype not in DTYPE_NAMES:
+        raise TypeError(f"softmax: unsupported dtype {dtype}; supported: {', '.join(map(str, DTYPE_NAMES))}")
+    return DTYPE_NAMES[dtype]
+
+
+def _device_index(device: torch.device) -> int:
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError(f"softmax: the cuda backend needs a CUDA device, got {device}")
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> str:
+    """The plan the native backend expects to be fastest for this shape (what plan='auto' runs)."""
+    return native_module().softmax_choose_plan(_dtype_name(dtype), rows, cols, _device_index(device))
+
+
+def check_plan(plan: str, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
+    """ValueError saying why `plan` cannot run this shape on `device` (forward and backward)."""
+    known = plans()
+    if plan not in known:
+        raise ValueError(f"softmax: unknown plan {plan!r} for the cuda backend; plans: {', '.join(known)}")
+    why = native_module().softmax_check_plan(plan, _dtype_name(dtype), rows, cols, _device_index(device))
+    if why:
+        raise ValueError(f"softmax: plan {plan!r} {why}")
+
+
+def _resolve(plan: str, t: torch.Tensor) -> str:
+    if plan == "auto":
+        return choose_plan(t.shape[0], t.shape[1], t.dtype, t.device)
+    check_plan(plan, t.shape[0], t.shape[1], t.dtype, t.device)
+    return plan
+
+
+def _workspace(plan: str, t: torch.Tensor, device: int) -> tuple[int, int, torch.Tensor | None]:
+    nbytes = native_module().softmax_workspace_bytes(plan, DTYPE_NAMES[t.dtype], t.shape[0], t.shape[1], device)
+    if nbytes == 0:
+        return 0, 0, None
+    buf = torch.empty(nbytes, dtype=torch.uint8, device=t.device)
+    return buf.data_ptr(), nbytes, buf
+
+
+def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
+    """y2d = softmax(x2d) over each row, with the named plan (or 'auto')."""
+    if x2d.numel() == 0:
+        return
+    plan = _resolve(plan, x2d)
+    stream, device = stream_and_device(x2d)
+    ws_ptr, ws_bytes, _ws = _workspace(plan, x2d, device)  # freed after the launch is queued: stream-ordered
+    native_module().softmax_forward(plan, DTYPE_NAMES[x2d.dtype], x2d.shape[0], x2d.shape[1], x2d.data_ptr(),
+                                    row_stride(x2d), y2d.data_ptr(), row_stride(y2d), ws_ptr, ws_bytes, stream,
+                                    device)
+
+
+def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: str) -> None:
+    """dx2d = y2d * (dy2d - sum(y2d * dy2d)) over each row, with the named plan (or 'auto')."""
+    if y2d.numel() == 0:
+        return
+    plan = _resolve(plan, y2d)
+    stream, device = stream_and_device(y2d)
+    ws_ptr, ws_bytes, _ws = _workspace(plan, y2d, device)
+    native_module().softmax_backward(plan, DTYPE_NAMES[y2d.dtype], y2d.shape[0], y2d.shape[1], y2d.data_ptr(),
+                                     row_stride(y2d), dy2d.data_ptr(), row_stride(dy2d), dx2d.data_ptr(),
+                                     row_stride(dx2d), ws_ptr, ws_bytes, stream, device)

@@ -1,0 +1,117 @@
+"""cp.softmax: softmax over any dim, differentiable, in the native (cuda) or Triton backend.
+
+The kernels run as torch.library custom ops (cuda_portfolio::softmax_fwd / softmax_bwd) with fake
+(meta) implementations, so torch.compile(fullgraph=True) traces a call as one opaque node and a
+CUDA graph can capture it. Backward runs in the forward's backend and plan. Both backends expose
+the same interface (plans, choose_plan, check_plan, forward, backward) over (rows, cols) views.
+"""
+from __future__ import annotations
+
+import torch
+
+from ._backends import BACKENDS, resolve_backend
+from ._tensors import as_rows, check_float_tensor, device_guard
+
+
+def _backend_module(backend: str):
+    if backend == "cuda":
+        from .native import softmax as module
+    else:
+        from .triton_kernels import softmax as module
+    return module
+
+
+def softmax_plans(backend: str) -> list[str]:
+    """The plan names that `softmax(..., backend=backend, plan=...)` accepts besides "auto"."""
+    if backend not in BACKENDS:
+        raise ValueError(f"softmax_plans: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    return _backend_module(backend).plans()
+
+
+def choose_backend(x: torch.Tensor) -> str:
+    """backend="auto": the native backend for a CUDA tensor when it is available, else Triton."""
+    return resolve_backend("auto", x, "softmax")
+
+
+def _kernel_rows(t: torch.Tensor) -> torch.Tensor:
+    """as_rows, made contiguous when rows overlap (an expanded tensor has row stride 0)."""
+    rows2d = as_rows(t)
+    if rows2d.shape[0] > 1 and rows2d.stride(0) < rows2d.shape[1]:
+        return rows2d.contiguous()
+    return rows2d
+
+
+@torch.library.custom_op("cuda_portfolio::softmax_fwd", mutates_args=())
+def softmax_fwd(x: torch.Tensor, backend: str, plan: str) -> torch.Tensor:
+    """Softmax over the last dim of `x` (at least 1-d) into a new contiguous tensor."""
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if x.numel() > 0:
+        with device_guard(x):
+            _backend_module(backend).forward(_kernel_rows(x), y.view(-1, x.shape[-1]), plan)
+    return y
+
+
+@softmax_fwd.register_fake
+def _softmax_fwd_fake(x, backend, plan):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+@torch.library.custom_op("cuda_portfolio::softmax_bwd", mutates_args=())
+def softmax_bwd(y: torch.Tensor, dy: torch.Tensor, backend: str, plan: str) -> torch.Tensor:
+    """dx = y * (dy - sum(y * dy)) over the last dim, into a new contiguous tensor."""
+    dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    if y.numel() > 0:
+        with device_guard(y):
+            _backend_module(backend).backward(_kernel_rows(y), _kernel_rows(dy.to(y.dtype)),
+                                              dx.view(-1, y.shape[-1]), plan)
+    return dx
+
+
+@softmax_bwd.register_fake
+def _softmax_bwd_fake(y, dy, backend, plan):
+    return torch.empty(y.shape, dtype=y.dtype, device=y.device)
+
+
+def _save_for_backward(ctx, inputs, output):
+    _, ctx.backend, ctx.plan = inputs
+    ctx.save_for_backward(output)
+
+
+def _softmax_fwd_backward(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return softmax_bwd(y, dy, ctx.backend, ctx.plan), None, None
+
+
+softmax_fwd.register_autograd(_softmax_fwd_backward, setup_context=_save_for_backward)
+
+
+def _resolve_plan(backend: str, plan: str, rows: int, cols: int, x: torch.Tensor) -> str:
+    module = _backend_module(backend)
+    if plan == "auto":
+        return module.choose_plan(rows, cols, x.dtype, x.device)
+    if plan not in module.plans():
+        raise ValueError(f"softmax: unknown plan {plan!r} for backend {backend!r}; choose 'auto' or one of "
+                         f"{', '.join(module.plans())}")
+    if rows * cols > 0:
+        module.check_plan(plan, rows, cols, x.dtype, x.device)
+    return plan
+
+
+def softmax(x: torch.Tensor, dim: int = -1, *, backend: str = "auto", plan: str = "auto") -> torch.Tensor:
+    """torch.softmax(x, dim) computed by our kernels; differentiable; output dtype = x.dtype.
+
+    backend: "cuda", "triton" or "auto" (see choose_backend); plan: "auto" or one of
+    softmax_plans(backend). `x` is never modified; any layout is accepted (non-contiguous inputs
+    are read through a strided view when the leading dims collapse, else copied).
+    """
+    check_float_tensor(x, "x", "softmax")
+    ndim = max(x.dim(), 1)  # like torch, a 0-d tensor takes dim 0 or -1
+    if not isinstance(dim, int) or not -ndim <= dim < ndim:
+        raise IndexError(f"softmax: dim {dim!r} is out of range for a tensor with ndim {x.dim()} "
+                         f"(expected a dim in [{-ndim}, {ndim - 1}])")
+    chosen = choose_backend(x) if backend == "auto" else resolve_backend(backend, x, "softmax")
+    rows_last = x.reshape(1) if x.dim() == 0 else x.movedim(dim, -1)
+    cols = rows_last.shape[-1]
+    rows = rows_last.numel() // cols if cols else 0
+    y = softmax_fwd(rows_last, chosen, _resolve_plan(chosen, plan, rows, cols, x))
+    return y.reshape(()) if x.dim() == 0 else y.movedim(-1, dim)

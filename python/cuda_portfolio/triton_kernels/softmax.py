@@ -1,0 +1,423 @@
+"""Row-wise softmax forward and backward in Triton over a (rows, cols) view with unit column stride.
+
+forward:  y  = exp(x - max(x)) / sum(exp(x - max(x)))   per row, in fp32, stored in x's dtype
+backward: dx = y * (dy - sum(y * dy))                     per row
+
+Four plans (the CUDA backend has the same names; "cluster_split_row" needs distributed shared
+memory, which Triton cannot express):
+  warp_per_row   cols <= 1024: a program owns a [ROWS, BLOCK_N] tile (several whole rows) in
+                 registers; one read + one write. Bound: bytes.
+  block_per_row  cols <= 32768: a persistent program walks rows; each row is held whole in
+                 registers (BLOCK_N = next_pow2(cols) spread over up to 32 warps); one read + one
+                 write. Bound: bytes.
+  block_online   any cols, many rows: a persistent program walks rows; pass 1 keeps per-lane
+                 running (max, sum) vectors over BLOCK_N-column tiles (online softmax, one read),
+                 pass 2 walks the tiles backwards (the newest are still in L2) to normalize and
+                 write. The persistent grid is sized so the rows in flight fit in L2. Bound: bytes,
+                 1 read + 1 write when pass 2 hits L2, up to 2 reads + 1 write when it misses.
+  split_row      any cols, few rows: each row is cut into chunks, one program per chunk; kernel 1
+                 writes each chunk's (max, sum) (or partial dot in backward) to fp32 scratch,
+                 kernel 2 combines its row's partials and normalizes its chunk. Rows are launched in
+                 groups small enough for kernel 2's re-read to hit L2, and kernel 2 visits chunks in
+                 reverse so the most recently read ones come first. Bound: bytes, as block_online.
+
+NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima propagate NaN),
+-inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
+multiplying by the row stride). Launch configurations come from a fixed table keyed by
+(plan, dtype, next_pow2(cols)): nothing is tuned at run time, so a call under CUDA-graph capture
+never benchmarks or re-tunes, and a repeated call never recompiles.
+"""
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+PLANS = ("warp_per_row", "block_per_row", "block_online", "split_row")
+WARP_PER_ROW_MAX_COLS = 1024
+BLOCK_PER_ROW_MAX_COLS = 32768
+L2_BUDGET_BYTES = 32 << 20    # H200 has 60 MiB of L2: keep re-read working sets well inside it
+INTERPRETER_SM_COUNT = 3      # CPU "device": small, so tests exercise persistent loops and row groups
+MAX_CHUNKS = 1024             # split_row partials per row, combined in one tile by kernel 2
+
+
+# ----------------------------------------------------------------------------- jit helpers
+
+@triton.jit
+def _softmax_tile(x):
+    """Softmax over the last axis of an fp32 tile whose padding lanes hold -inf."""
+    m = tl.max(x, axis=-1, keep_dims=True)
+    e = tl.exp(x - m)
+    return e * (1.0 / tl.sum(e, axis=-1, keep_dims=True))
+
+
+@triton.jit
+def _softmax_grad_tile(y, dy):
+    """y * (dy - sum(y * dy)) over the last axis of fp32 tiles whose padding lanes hold 0."""
+    return y * (dy - tl.sum(y * dy, axis=-1, keep_dims=True))
+
+
+@triton.jit
+def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr):
+    """(max, sum(exp(x - max))) of x_row[start:stop] in one read, as fp32 scalars.
+
+    Each lane keeps its own running max and rescaled sum; lanes are combined once at the end.
+    A lane (or span) whose max is still -inf has sum 0 (exp(-inf - -inf) would be NaN).
+    """
+    m = tl.full([BLOCK_N], float("-inf"), tl.float32)
+    s = tl.zeros([BLOCK_N], tl.float32)
+    for tile in range(start, stop, BLOCK_N):
+        col = tile + tl.arange(0, BLOCK_N)
+        x = tl.load(x_row + col, mask=col < stop, other=float("-inf"), eviction_policy="evict_last").to(tl.float32)
+        m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
+        s = tl.where(m_new == float("-inf"), 0.0, s * tl.exp(m - m_new) + tl.exp(x - m_new))
+        m = m_new
+    m_all = tl.max(m, axis=0)
+    return m_all, tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_all)), axis=0)
+
+
+@triton.jit
+def _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_N: tl.constexpr):
+    """y_row[start:stop] = exp(x - row_max) * inv_sum, last tile first (it is the freshest in L2)."""
+    tiles = tl.cdiv(stop - start, BLOCK_N)
+    for i in range(0, tiles):
+        col = start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = col < stop
+        x = tl.load(x_row + col, mask=mask, other=float("-inf"), eviction_policy="evict_first").to(tl.float32)
+        tl.store(y_row + col, (tl.exp(x - row_max) * inv_sum).to(y_row.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr):
+    """sum(y * dy) over [start, stop) in fp32, lane-wise accumulation then one reduction."""
+    acc = tl.zeros([BLOCK_N], tl.float32)
+    for tile in range(start, stop, BLOCK_N):
+        col = tile + tl.arange(0, BLOCK_N)
+        mask = col < stop
+        y = tl.load(y_row + col, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        dy = tl.load(dy_row + col, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        acc += y * dy
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
+def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.constexpr):
+    """dx_row[start:stop] = y * (dy - dot), last tile first (it is the freshest in L2)."""
+    tiles = tl.cdiv(stop - start, BLOCK_N)
+    for i in range(0, tiles):
+        col = start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = col < stop
+        y = tl.load(y_row + col, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        dy = tl.load(dy_row + col, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        tl.store(dx_row + col, (y * (dy - dot)).to(dx_row.dtype.element_ty), mask=mask)
+
+
+# ----------------------------------------------------------------------------- warp_per_row
+
+@triton.jit
+def softmax_fwd_warp_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride,
+                                    ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
+    col = tl.arange(0, BLOCK_N)[None, :]
+    mask = (row < rows) & (col < cols)
+    x = tl.load(x_ptr + row * x_row_stride + col, mask=mask, other=float("-inf")).to(tl.float32)
+    tl.store(y_ptr + row * y_row_stride + col, _softmax_tile(x).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_bwd_warp_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_stride, dy_row_stride, dx_row_stride,
+                                    ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
+    col = tl.arange(0, BLOCK_N)[None, :]
+    mask = (row < rows) & (col < cols)
+    y = tl.load(y_ptr + row * y_row_stride + col, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * dy_row_stride + col, mask=mask, other=0.0).to(tl.float32)
+    tl.store(dx_ptr + row * dx_row_stride + col, _softmax_grad_tile(y, dy).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+# ----------------------------------------------------------------------------- block_per_row
+
+@triton.jit
+def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr):
+    col = tl.arange(0, BLOCK_N)
+    mask = col < cols
+    for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
+        x = tl.load(x_ptr + row * x_row_stride + col, mask=mask, other=float("-inf"),
+                    eviction_policy="evict_first").to(tl.float32)
+        tl.store(y_ptr + row * y_row_stride + col, _softmax_tile(x).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_stride, dy_row_stride, dx_row_stride,
+                                     BLOCK_N: tl.constexpr):
+    col = tl.arange(0, BLOCK_N)
+    mask = col < cols
+    for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
+        y = tl.load(y_ptr + row * y_row_stride + col, mask=mask, other=0.0, eviction_policy="evict_first")
+        dy = tl.load(dy_ptr + row * dy_row_stride + col, mask=mask, other=0.0, eviction_policy="evict_first")
+        dx = _softmax_grad_tile(y.to(tl.float32), dy.to(tl.float32))
+        tl.store(dx_ptr + row * dx_row_stride + col, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+# ----------------------------------------------------------------------------- block_online
+
+@triton.jit
+def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr):
+    for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
+        x_row = x_ptr + row * x_row_stride
+        row_max, row_sum = _online_max_sum(x_row, 0, cols, BLOCK_N)
+        _normalize_span_reversed(x_row, y_ptr + row * y_row_stride, 0, cols, row_max, 1.0 / row_sum, BLOCK_N)
+
+
+@triton.jit
+def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_stride, dy_row_stride, dx_row_stride,
+                                    BLOCK_N: tl.constexpr):
+    for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
+        y_row = y_ptr + row * y_row_stride
+        dy_row = dy_ptr + row * dy_row_stride
+        dot = _dot_span(y_row, dy_row, 0, cols, BLOCK_N)
+        _grad_span_reversed(y_row, dy_row, dx_ptr + row * dx_row_stride, 0, cols, dot, BLOCK_N)
+
+
+# ----------------------------------------------------------------------------- split_row
+# Program p of kernel 1 handles (row, chunk) = divmod(p, chunks); kernel 2 handles the same pair
+# for p = total - 1 - program_id, i.e. in the reverse order of kernel 1.
+
+@triton.jit
+def softmax_fwd_split_row_stats_kernel(x_ptr, max_ptr, sum_ptr, cols, x_row_stride, chunks, chunk_cols,
+                                       BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    row = pid // chunks
+    start = (pid % chunks) * chunk_cols
+    chunk_max, chunk_sum = _online_max_sum(x_ptr + row * x_row_stride, start, tl.minimum(start + chunk_cols, cols),
+                                           BLOCK_N)
+    tl.store(max_ptr + pid, chunk_max)
+    tl.store(sum_ptr + pid, chunk_sum)
+
+
+@triton.jit
+def softmax_fwd_split_row_normalize_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, cols, x_row_stride, y_row_stride,
+                                           chunks, chunk_cols, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr):
+    pid = tl.num_programs(0).to(tl.int64) - 1 - tl.program_id(0)
+    row = pid // chunks
+    start = (pid % chunks) * chunk_cols
+    part = tl.arange(0, CHUNKS_P2)
+    part_max = tl.load(max_ptr + row * chunks + part, mask=part < chunks, other=float("-inf"))
+    part_sum = tl.load(sum_ptr + row * chunks + part, mask=part < chunks, other=0.0)
+    row_max = tl.max(part_max, axis=0)
+    row_sum = tl.sum(part_sum * tl.exp(part_max - row_max), axis=0)
+    _normalize_span_reversed(x_ptr + row * x_row_stride, y_ptr + row * y_row_stride, start,
+                             tl.minimum(start + chunk_cols, cols), row_max, 1.0 / row_sum, BLOCK_N)
+
+
+@triton.jit
+def softmax_bwd_split_row_dot_kernel(y_ptr, dy_ptr, dot_ptr, cols, y_row_stride, dy_row_stride, chunks, chunk_cols,
+                                     BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    row = pid // chunks
+    start = (pid % chunks) * chunk_cols
+    stop = tl.minimum(start + chunk_cols, cols)
+    tl.store(dot_ptr + pid, _dot_span(y_ptr + row * y_row_stride, dy_ptr + row * dy_row_stride, start, stop, BLOCK_N))
+
+
+@triton.jit
+def softmax_bwd_split_row_grad_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, cols, y_row_stride, dy_row_stride,
+                                      dx_row_stride, chunks, chunk_cols, BLOCK_N: tl.constexpr,
+                                      CHUNKS_P2: tl.constexpr):
+    pid = tl.num_programs(0).to(tl.int64) - 1 - tl.program_id(0)
+    row = pid // chunks
+    start = (pid % chunks) * chunk_cols
+    part = tl.arange(0, CHUNKS_P2)
+    dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0), axis=0)
+    _grad_span_reversed(y_ptr + row * y_row_stride, dy_ptr + row * dy_row_stride, dx_ptr + row * dx_row_stride,
+                        start, tl.minimum(start + chunk_cols, cols), dot, BLOCK_N)
+
+
+# ----------------------------------------------------------------------------- launch configuration
+
+class LaunchConfig(NamedTuple):
+    block_n: int     # columns per tile
+    num_warps: int
+    rows: int        # rows per program (warp_per_row only)
+
+
+@functools.lru_cache(maxsize=None)
+def launch_config(plan: str, dtype: torch.dtype, cols_p2: int) -> LaunchConfig:
+    """The fixed configuration for (plan, dtype, next_pow2(cols)).
+
+    Sized for bandwidth: about 16 fp32 values per thread per tile (enough loads in flight, no
+    spills), 4096-element tiles for the multi-row warp_per_row programs.
+    """
+    if plan == "warp_per_row":
+        rows = max(1, min(128, 4096 // cols_p2))
+        return LaunchConfig(cols_p2, 4 if rows * cols_p2 <= 2048 else 8, rows)
+    if plan == "block_per_row":
+        return LaunchConfig(cols_p2, min(32, max(4, cols_p2 // 512)), 1)
+    # block_online and split_row stream tiles; 16-bit inputs take twice the columns per tile.
+    block_n = min(cols_p2, 8192 if dtype.itemsize == 2 else 4096)
+    return LaunchConfig(block_n, max(4, min(16, block_n // 512)), 1)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device: torch.device) -> int:
+    if device.type != "cuda":
+        return INTERPRETER_SM_COUNT
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+# ----------------------------------------------------------------------------- the backend interface
+
+def plans() -> list[str]:
+    return list(PLANS)
+
+
+def check_plan(plan: str, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
+    """Raise ValueError saying why `plan` cannot run (rows, cols); unknown names list plans()."""
+    if plan not in PLANS:
+        raise ValueError(f"softmax: unknown triton plan {plan!r}; choose one of {', '.join(PLANS)}")
+    limit = {"warp_per_row": WARP_PER_ROW_MAX_COLS, "block_per_row": BLOCK_PER_ROW_MAX_COLS}.get(plan)
+    if limit is not None and cols > limit:
+        raise ValueError(f"softmax: plan {plan!r} cannot run rows of {cols} columns (max {limit}): it holds a "
+                         "whole row in registers; use 'block_online' or 'split_row'")
+
+
+def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> str:
+    """Short rows: several per program; rows that fit in registers: one per program; longer rows:
+    online when there are enough rows to give every SM several, else split across programs."""
+    if cols <= WARP_PER_ROW_MAX_COLS:
+        return "warp_per_row"
+    if cols <= BLOCK_PER_ROW_MAX_COLS:
+        return "block_per_row"
+    return "block_online" if rows >= 4 * _sm_count(device) else "split_row"
+
+
+def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
+    """Programs for a persistent row loop: at most what fits on the GPU at once (64 warps per SM),
+    and, for the two-pass plans, no more rows in flight than fit in the L2 budget (but >= 1 per SM)."""
+    sms = _sm_count(device)
+    resident = sms * max(1, 64 // config.num_warps)
+    in_l2 = max(sms, L2_BUDGET_BYTES // max(1, bytes_per_row))
+    return max(1, min(rows, resident, in_l2))
+
+
+def _split_geometry(cols: int, rows: int, config: LaunchConfig, device: torch.device) -> tuple[int, int]:
+    """(chunks per row, columns per chunk): about 8 programs per SM in all, chunk a whole number of tiles."""
+    wanted = max(1, min(MAX_CHUNKS, triton.cdiv(8 * _sm_count(device), rows)))
+    chunk_cols = triton.cdiv(triton.cdiv(cols, wanted), config.block_n) * config.block_n
+    return triton.cdiv(cols, chunk_cols), chunk_cols
+
+
+def _row_groups(rows: int, bytes_per_row: int):
+    """Row ranges whose bytes fit the L2 budget, so split_row's kernel 2 re-reads from L2."""
+    step = max(1, L2_BUDGET_BYTES // max(1, bytes_per_row))
+    for first in range(0, rows, step):
+        yield first, min(rows, first + step)
+
+
+def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
+    """y2d = softmax(x2d) over each row, with `plan`."""
+    rows, cols = x2d.shape
+    check_plan(plan, rows, cols, x2d.dtype, x2d.device)
+    config = launch_config(plan, x2d.dtype, triton.next_power_of_2(cols))
+    x_stride, y_stride = x2d.stride(0), y2d.stride(0)
+    if plan == "warp_per_row":
+        softmax_fwd_warp_per_row_kernel[(triton.cdiv(rows, config.rows),)](
+            x2d, y2d, rows, cols, x_stride, y_stride, ROWS=config.rows, BLOCK_N=config.block_n,
+            num_warps=config.num_warps)
+    elif plan == "block_per_row":
+        grid = (_persistent_programs(rows, config, x2d.device, 0),)
+        softmax_fwd_block_per_row_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
+                                               num_warps=config.num_warps)
+    elif plan == "block_online":
+        grid = (_persistent_programs(rows, config, x2d.device, cols * x2d.element_size()),)
+        softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
+                                              num_warps=config.num_warps)
+    else:
+        for first, stop in _row_groups(rows, cols * x2d.element_size()):
+            x_part, y_part = x2d[first:stop], y2d[first:stop]
+            chunks, chunk_cols = _split_geometry(cols, stop - first, config, x2d.device)
+            total = (stop - first) * chunks
+            part_max = torch.empty(total, dtype=torch.float32, device=x2d.device)
+            part_sum = torch.empty(total, dtype=torch.float32, device=x2d.device)
+            softmax_fwd_split_row_stats_kernel[(total,)](x_part, part_max, part_sum, cols, x_stride, chunks,
+                                                         chunk_cols, BLOCK_N=config.block_n,
+                                                         num_warps=config.num_warps)
+            softmax_fwd_split_row_normalize_kernel[(total,)](
+                x_part, y_part, part_max, part_sum, cols, x_stride, y_stride, chunks, chunk_cols,
+                BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), num_warps=config.num_warps)
+
+
+def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: str) -> None:
+    """dx2d = y2d * (dy2d - sum(y2d * dy2d)) over each row, with `plan`."""
+    rows, cols = y2d.shape
+    check_plan(plan, rows, cols, y2d.dtype, y2d.device)
+    config = launch_config(plan, y2d.dtype, triton.next_power_of_2(cols))
+    strides = (y2d.stride(0), dy2d.stride(0), dx2d.stride(0))
+    if plan == "warp_per_row":
+        softmax_bwd_warp_per_row_kernel[(triton.cdiv(rows, config.rows),)](
+            y2d, dy2d, dx2d, rows, cols, *strides, ROWS=config.rows, BLOCK_N=config.block_n,
+            num_warps=config.num_warps)
+    elif plan == "block_per_row":
+        grid = (_persistent_programs(rows, config, y2d.device, 0),)
+        softmax_bwd_block_per_row_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
+                                               num_warps=config.num_warps)
+    elif plan == "block_online":
+        grid = (_persistent_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
+        softmax_bwd_block_online_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
+                                              num_warps=config.num_warps)
+    else:
+        for first, stop in _row_groups(rows, 2 * cols * y2d.element_size()):
+            y_part, dy_part, dx_part = y2d[first:stop], dy2d[first:stop], dx2d[first:stop]
+            chunks, chunk_cols = _split_geometry(cols, stop - first, config, y2d.device)
+            total = (stop - first) * chunks
+            part_dot = torch.empty(total, dtype=torch.float32, device=y2d.device)
+            softmax_bwd_split_row_dot_kernel[(total,)](y_part, dy_part, part_dot, cols, strides[0], strides[1],
+                                                       chunks, chunk_cols, BLOCK_N=config.block_n,
+                                                       num_warps=config.num_warps)
+            softmax_bwd_split_row_grad_kernel[(total,)](
+                y_part, dy_part, dx_part, part_dot, cols, *strides, chunks, chunk_cols, BLOCK_N=config.block_n,
+                CHUNKS_P2=triton.next_power_of_2(chunks), num_warps=config.num_warps)
+
+
+def aot_specs(dtype: torch.dtype):
+    """One compiled configuration per kernel, at the sizes the benchmark shapes use."""
+    from .aot import TRITON_DTYPES, AotSpec
+
+    t = TRITON_DTYPES[dtype]
+    ptr = f"*{t}"
+    fwd = {"x_ptr": ptr, "y_ptr": ptr, "rows": "i32", "cols": "i32", "x_row_stride": "i64", "y_row_stride": "i64"}
+    bwd = {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "rows": "i32", "cols": "i32", "y_row_stride": "i64",
+           "dy_row_stride": "i64", "dx_row_stride": "i64"}
+    warp = launch_config("warp_per_row", dtype, 256)
+    block = launch_config("block_per_row", dtype, BLOCK_PER_ROW_MAX_COLS)
+    stream = launch_config("block_online", dtype, 1 << 20)
+    chunk_args = {"chunks": "i64", "chunk_cols": "i64"}
+    specs = []
+    for name, fn, sig, consts in (
+        ("softmax_fwd_warp_per_row_kernel", softmax_fwd_warp_per_row_kernel, fwd,
+         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}),
+        ("softmax_bwd_warp_per_row_kernel", softmax_bwd_warp_per_row_kernel, bwd,
+         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}),
+        ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd, {"BLOCK_N": block.block_n}),
+        ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, bwd, {"BLOCK_N": block.block_n}),
+        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd, {"BLOCK_N": stream.block_n}),
+        ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd, {"BLOCK_N": stream.block_n}),
+        ("softmax_fwd_split_row_stats_kernel", softmax_fwd_split_row_stats_kernel,
+         {"x_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "cols": "i32", "x_row_stride": "i64", **chunk_args},
+         {"BLOCK_N": stream.block_n}),
+        ("softmax_fwd_split_row_normalize_kernel", softmax_fwd_split_row_normalize_kernel,
+         {"x_ptr": ptr, "y_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "cols": "i32", "x_row_stride": "i64",
+          "y_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n, "CHUNKS_P2": 256}),
+        ("softmax_bwd_split_row_dot_kernel", softmax_bwd_split_row_dot_kernel,
+         {"y_ptr": ptr, "dy_ptr": ptr, "dot_ptr": "*fp32", "cols": "i32", "y_row_stride": "i64",
+          "dy_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n}),
+        ("softmax_bwd_split_row_grad_kernel", softmax_bwd_split_row_grad_kernel,
+         {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "cols": "i32", "y_row_stride": "i64",
+          "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n, "CHUNKS_P2": 256}),
+    ):
+        signature = dict(sig, **{k: "constexpr" for k in consts})
+        specs.append(AotSpec(name, fn, signature, consts))
+    return specs

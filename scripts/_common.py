@@ -1,0 +1,291 @@
+"""Helpers shared by the scripts in this folder (inspect_kernel, profile_kernel, sanitizer_smoke,
+compare_backends). The package never imports this module; it only uses the package.
+
+What runs is discovered, never listed here: plan/kernel names come from the public API
+(cp.softmax_plans / cp.matmul_kernels), shape limits from each backend's check_plan/check_kernel.
+A `Case` is one launchable variant (op, backend, plan or kernel, direction, dtype, shape) with its
+inputs, a NaN-poisoned output and a float64 PyTorch reference.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_LOCAL = REPO_ROOT / "results" / "local"
+OPS = ("copy", "softmax", "matmul")
+BACKENDS = ("cuda", "triton")
+DIRECTIONS = ("fwd", "bwd")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPE_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}
+DEFAULT_SHAPES = {"copy": (1024, 1024), "softmax": (1024, 1024), "matmul": (1024, 1024, 1024)}
+# ||out - ref|| / ||ref|| in float64 (DESIGN.md "Two test tiers"); "tf32" is fp32 GEMM on tensor cores.
+TOLERANCE = {"copy": {torch.float32: 0.0, torch.float16: 0.0, torch.bfloat16: 0.0},
+             "softmax": {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2},
+             "matmul": {torch.float32: 1e-5, "tf32": 3e-3, torch.float16: 1e-2, torch.bfloat16: 1e-2}}
+EXIT_NO_GPU = 3
+
+
+class OpUnavailable(RuntimeError):
+    """An op or backend that this build (or this machine) cannot provide; the message says why."""
+
+
+# ----------------------------------------------------------------------------- arguments
+
+def parse_dtype(name: str) -> torch.dtype:
+    key = DTYPE_ALIASES.get(name.lower(), name.lower())
+    if key not in DTYPES:
+        raise ValueError(f"unsupported dtype {name!r}; choose one of {', '.join(DTYPES)} (or fp32/fp16/bf16)")
+    return DTYPES[key]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def parse_shape(text: str, op: str) -> tuple[int, ...]:
+    """'1024x1024' -> (1024, 1024): rows x cols for copy/softmax, M x N x K for matmul."""
+    want = 3 if op == "matmul" else 2
+    try:
+        dims = tuple(int(d) for d in text.lower().split("x"))
+    except ValueError:
+        dims = ()
+    if len(dims) != want or min(dims) < 1:
+        form = "MxNxK" if op == "matmul" else "ROWSxCOLS"
+        raise ValueError(f"--shape for {op} must be {form} with positive integers, got {text!r}")
+    return dims
+
+
+def shape_text(shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def backends_arg(value: str) -> tuple[str, ...]:
+    return BACKENDS if value == "both" else (value,)
+
+
+# ----------------------------------------------------------------------------- environment
+
+def gpu_unavailable_reason() -> str | None:
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        return "TRITON_INTERPRET=1 is set: profiling and sanitizing need compiled kernels on a GPU; unset it"
+    if not torch.cuda.is_available():
+        return f"no CUDA device visible to torch {torch.__version__}"
+    return None
+
+
+def exit_without_gpu(script: str) -> None:
+    """One clear line on stderr and exit code 3 when there is no usable GPU."""
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        print(f"{script}: needs a CUDA GPU: {reason}", file=sys.stderr)
+        sys.exit(EXIT_NO_GPU)
+
+
+def find_tool(name: str) -> str | None:
+    """An NVIDIA tool from PATH, the CUDA toolkit, or (ptxas/cuobjdump/nvdisasm) Triton's wheel."""
+    found = shutil.which(name)
+    if found:
+        return found
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    for home in filter(None, homes):
+        candidate = Path(home) / "bin" / name
+        if candidate.exists():
+            return str(candidate)
+    try:
+        import triton
+    except ImportError:
+        return None
+    candidate = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
+    return str(candidate) if candidate.exists() else None
+
+
+@contextlib.contextmanager
+def nvtx_range(message: str):
+    """A named NVTX range: the `nvtx` package when importable, else torch.cuda.nvtx."""
+    try:
+        import nvtx
+    except ImportError:
+        with torch.cuda.nvtx.range(message):
+            yield
+        return
+    with nvtx.annotate(message, domain="cuda_portfolio"):
+        yield
+
+
+# ----------------------------------------------------------------------------- discovery
+
+def backend_module(op: str, backend: str):
+    """The backend's module for `op`: cuda_portfolio.native.<op> or cuda_portfolio.triton_kernels.<op>."""
+    package = "cuda_portfolio.native" if backend == "cuda" else "cuda_portfolio.triton_kernels"
+    try:
+        return importlib.import_module(f"{package}.{op}")
+    except ImportError as exc:
+        raise OpUnavailable(f"{package}.{op} cannot be imported ({exc})") from exc
+
+
+def variant_names(op: str, backend: str) -> list[str]:
+    """Every plan (softmax) or kernel (matmul) the public API accepts for `backend`."""
+    if op == "copy":
+        return ["copy_rows"]
+    import cuda_portfolio as cp
+
+    lister = {"softmax": "softmax_plans", "matmul": "matmul_kernels"}[op]
+    if not hasattr(cp, lister):
+        raise OpUnavailable(f"cuda_portfolio.{lister} is not in this build of the package")
+    return list(getattr(cp, lister)(backend))
+
+
+def backend_unavailable_reason(backend: str) -> str | None:
+    import cuda_portfolio as cp
+
+    ok, reason = cp.available_backends()[backend]
+    return None if ok else reason
+
+
+# ----------------------------------------------------------------------------- cases
+
+@dataclass
+class Case:
+    """One launch of one variant, with inputs, a poisoned output and its float64 reference."""
+    op: str
+    backend: str
+    name: str  # plan or kernel ("copy_rows" for copy)
+    direction: str  # "fwd" or "bwd" (copy and matmul: "fwd")
+    dtype: torch.dtype
+    shape: tuple
+    allow_tf32: bool = False
+    inputs: list = field(default_factory=list)
+    output: torch.Tensor | None = None
+    reference: torch.Tensor | None = None
+    _launch: object = None
+
+    @property
+    def label(self) -> str:
+        tf32 = " tf32" if self.allow_tf32 else ""
+        return (f"{self.op} {self.backend} {self.name} {self.direction} {dtype_name(self.dtype)}{tf32} "
+                f"{shape_text(self.shape)}")
+
+    @property
+    def tolerance(self) -> float:
+        return TOLERANCE[self.op]["tf32" if self.allow_tf32 else self.dtype]
+
+    def launch(self) -> None:
+        self._launch()
+
+    def check(self) -> tuple[bool, str]:
+        """(passed, detail): inputs unchanged, every output written, rel. error within tolerance."""
+        for tensor, before in self.inputs:
+            if not torch.equal(tensor, before):
+                return False, "input was modified"
+        out64, ref64 = self.output.double().cpu(), self.reference.cpu()
+        unwritten = torch.isnan(out64) & ~torch.isnan(ref64)
+        if bool(unwritten.any()):
+            return False, f"{int(unwritten.sum())} outputs NaN/unwritten where the reference is finite"
+        if not bool((torch.isnan(out64) == torch.isnan(ref64)).all()):
+            return False, "NaN pattern differs from the reference"
+        finite = ~torch.isnan(ref64)
+        diff, norm = (out64[finite] - ref64[finite]).norm(), ref64[finite].norm()
+        rel = float(diff / norm) if norm > 0 else float(diff)
+        passed = rel <= self.tolerance
+        return passed, f"rel_err={rel:.2e} (tol {self.tolerance:.0e})"
+
+
+def resolve_name(op: str, backend: str, name: str, dtype: torch.dtype, shape: tuple, device, allow_tf32=False) -> str:
+    """'auto' -> the plan/kernel the backend would pick for this shape; other names unchanged."""
+    if name != "auto" or op == "copy":
+        return "copy_rows" if op == "copy" else name
+    module = backend_module(op, backend)
+    if op == "softmax":
+        return module.choose_plan(shape[0], shape[1], dtype, torch.device(device))
+    a, b = _matmul_operands(shape, dtype, device)
+    return module.choose_kernel(a, b, allow_tf32)
+
+
+def refusal(op: str, backend: str, name: str, dtype: torch.dtype, shape: tuple, device, allow_tf32=False):
+    """None when the backend accepts this variant and shape, else its reason (check_plan/check_kernel)."""
+    module = backend_module(op, backend)
+    try:
+        if op == "softmax":
+            module.check_plan(name, shape[0], shape[1], dtype, torch.device(device))
+        elif op == "matmul":
+            a, b = _matmul_operands(shape, dtype, device, empty=True)
+            module.check_kernel(name, a, b, allow_tf32)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def make_case(op: str, backend: str, name: str, direction: str, dtype: torch.dtype, shape: tuple, device,
+              allow_tf32: bool = False) -> Case:
+    """Fresh random inputs (never zeros), a NaN-filled output and the float64 reference."""
+    module = backend_module(op, backend)
+    case = Case(op, backend, name, direction, dtype, tuple(shape), allow_tf32)
+    if op == "copy":
+        src = torch.randn(shape, device=device).to(dtype)
+        case.output = torch.full_like(src, float("nan"))
+        case.reference = src.double()
+        case.inputs = [(src, src.clone())]
+        if backend == "cuda":
+            case._launch = lambda: module.copy_rows(src, case.output)
+        else:
+            case._launch = lambda: module.copy_rows(src, case.output, src.stride(0), case.output.stride(0))
+    elif op == "softmax":
+        x = (torch.randn(shape, device=device) * 3).to(dtype)
+        case.output = torch.full_like(x, float("nan"))
+        if direction == "fwd":
+            case.reference = torch.softmax(x.double(), dim=-1)
+            case.inputs = [(x, x.clone())]
+            case._launch = lambda: module.forward(x, case.output, name)
+        else:
+            y = torch.softmax(x.float(), dim=-1).to(dtype)
+            dy = torch.randn(shape, device=device).to(dtype)
+            y64, dy64 = y.double(), dy.double()
+            case.reference = y64 * (dy64 - (dy64 * y64).sum(dim=-1, keepdim=True))
+            case.inputs = [(y, y.clone()), (dy, dy.clone())]
+            case._launch = lambda: module.backward(y, dy, case.output, name)
+    else:
+        a, b = _matmul_operands(shape, dtype, device)
+        case.output = torch.full((shape[0], shape[1]), float("nan"), dtype=dtype, device=device)
+        case.reference = a.double() @ b.double()
+        case.inputs = [(a, a.clone()), (b, b.clone())]
+        case._launch = lambda: module.matmul(a, b, case.output, name, allow_tf32)
+    return case
+
+
+def _matmul_operands(shape, dtype, device, empty=False):
+    m, n, k = shape
+    make = torch.empty if empty else torch.randn
+    return make(m, k, device=device).to(dtype), make(k, n, device=device).to(dtype)
+
+
+def run_and_check(case: Case) -> tuple[bool, str]:
+    case.launch()
+    if case.output.is_cuda:
+        torch.cuda.synchronize()
+    return case.check()
+
+
+def validate_line(op: str, backend: str, name: str, dtype: torch.dtype, shape: tuple, device) -> str:
+    """One line: the variant that `name` resolves to, run once at `shape` and compared with float64 torch."""
+    try:
+        unavailable = backend_unavailable_reason(backend)
+        if unavailable:
+            return f"{backend}: not validated: the backend is unavailable: {unavailable}"
+        name = resolve_name(op, backend, name, dtype, shape, device)
+        refused = refusal(op, backend, name, dtype, shape, device)
+        if refused:
+            return f"{backend}: not validated: {name} refuses {shape_text(shape)}: {refused}"
+        case = make_case(op, backend, name, "fwd", dtype, shape, device)
+        passed, detail = run_and_check(case)
+    except OpUnavailable as exc:
+        return f"{backend}: not validated: {exc}"
+    where = torch.cuda.get_device_name() if str(device).startswith("cuda") else "CPU"
+    return f"{backend}: {'validated' if passed else 'WRONG RESULT'} on {where}: {case.label} {detail}"

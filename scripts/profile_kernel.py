@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Launch an op's kernels inside a profiler capture range, one named NVTX range per variant.
+
+    nsys profile --capture-range=cudaProfilerApi -o softmax python scripts/profile_kernel.py --op softmax
+    ncu --profile-from-start off --nvtx python scripts/profile_kernel.py --op matmul --iters 1
+
+Correctness first: every variant is validated against float64 PyTorch, then launched twice more so
+that Triton compiles and autotunes, all before torch.cuda.profiler.start(); only the launches under
+test are inside the capture range (cudaProfilerStart/Stop). These runs are for looking, not timing.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+import _common as common
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--op", required=True, choices=common.OPS)
+    parser.add_argument("--backend", default="both", choices=("cuda", "triton", "both"))
+    parser.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
+    parser.add_argument("--shape", help="ROWSxCOLS (copy, softmax) or MxNxK (matmul); default 1024x1024(x1024)")
+    parser.add_argument("--plan", default="auto",
+                        help="softmax plan / matmul kernel: a name, 'auto' (the backend's choice) or 'all'")
+    parser.add_argument("--direction", default="fwd", choices=("fwd", "bwd", "both"), help="softmax only")
+    parser.add_argument("--iters", type=int, default=10, help="launches per variant inside the range (default 10)")
+    args = parser.parse_args(argv)
+    try:
+        dtype = common.parse_dtype(args.dtype)
+        shape = common.parse_shape(args.shape, args.op) if args.shape else common.DEFAULT_SHAPES[args.op]
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.iters < 1:
+        parser.error("--iters must be >= 1")
+    common.exit_without_gpu("profile_kernel.py")
+
+    directions = common.DIRECTIONS if args.direction == "both" else (args.direction,)
+    if args.op != "softmax":
+        directions = ("fwd",)
+    cases, failed = [], 0
+    for backend in common.backends_arg(args.backend):
+        for case, line in build_cases(args.op, backend, args.plan, directions, dtype, shape):
+            print(line, flush=True)
+            if case is None:
+                continue
+            passed, detail = common.run_and_check(case)
+            print(f"  {'validated' if passed else 'WRONG'}: {detail}", flush=True)
+            if not passed:
+                failed += 1  # a wrong kernel is not worth profiling
+                continue
+            case.launch()  # warm-up: compilation and autotuning stay outside the capture range
+            case.launch()
+            cases.append(case)
+    torch.cuda.synchronize()
+    if not cases:
+        print("profile_kernel.py: nothing to profile", file=sys.stderr)
+        return 1
+
+    torch.cuda.profiler.start()
+    for case in cases:
+        with common.nvtx_range(case.label):
+            for _ in range(args.iters):
+                case.launch()
+        torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print(f"profiled {len(cases)} variant(s) x {args.iters} launch(es) between cudaProfilerStart/Stop"
+          + (f"; {failed} failed validation and were left out" if failed else ""))
+    return 1 if failed else 0
+
+
+def build_cases(op, backend, plan, directions, dtype, shape):
+    """(case or None, line to print) for each requested variant; None with the reason when it cannot run."""
+    unavailable = common.backend_unavailable_reason(backend)
+    if unavailable:
+        yield None, f"skip {op} {backend}: backend unavailable: {unavailable}"
+        return
+    try:
+        names = common.variant_names(op, backend) if plan == "all" else [
+            common.resolve_name(op, backend, plan, dtype, shape, "cuda")]
+        for name in names:
+            refused = common.refusal(op, backend, name, dtype, shape, "cuda")
+            for direction in directions:
+                if refused:
+                    yield None, f"skip {op} {backend} {name} {direction}: {refused}"
+                else:
+                    case = common.make_case(op, backend, name, direction, dtype, shape, "cuda")
+                    yield case, f"case {case.label}"
+    except common.OpUnavailable as exc:
+        yield None, f"skip {op} {backend}: {exc}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""GPU tier: cp.matmul in both backends, every kernel, every dtype it supports (imported by tests/test_gpu.py)."""
+import torch
+
+import cuda_portfolio as cp
+from tests.gpu_util import GpuTestCase, poisoned_like
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+TF32_TOLERANCE = 2e-3
+# (M, N, K): tiny, odd, K not a multiple of 8, and one large tile-multiple shape.
+SHAPES = ((1, 1, 1), (33, 47, 65), (1000, 999, 77), (129, 257, 1023), (2048, 1536, 4096))
+BIG = (2048, 1536, 4096)
+
+
+def backend_module(backend):
+    if backend == "cuda":
+        from cuda_portfolio.native import matmul as module
+    else:
+        from cuda_portfolio.triton_kernels import matmul as module
+    return module
+
+
+class MatmulGpuTest(GpuTestCase):
+    def setUp(self):
+        super().setUp()
+        self.allow_tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+    def tearDown(self):
+        torch.backends.cuda.matmul.allow_tf32 = self.allow_tf32
+
+    def operand(self, rows, cols, dtype, column_major=False):
+        if column_major:
+            return torch.randn(cols, rows, device="cuda").to(dtype).t()
+        return torch.randn(rows, cols, device="cuda").to(dtype)
+
+    def check_kernel_on(self, backend, kernel, a, b, allow_tf32, tol, what):
+        """Run one backend kernel on a NaN-poisoned output; a refusal must be a ValueError."""
+        module = backend_module(backend)
+        try:
+            module.check_kernel(kernel, a, b, allow_tf32)
+        except ValueError:
+            return False
+        before_a, before_b = a.clone(), b.clone()
+        out = poisoned_like(torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device="cuda"))
+        module.matmul(a, b, out, kernel, allow_tf32)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(a, before_a) and torch.equal(b, before_b), f"{what}: input modified")
+        self.assertClose(out, a.double() @ b.double(), tol, what)
+        return True
+
+    def test_every_backend_kernel_dtype_shape(self):
+        for backend in ("cuda", "triton"):
+            for kernel in cp.matmul_kernels(backend):
+                for dtype in DTYPES:
+                    for m, n, k in SHAPES:
+                        if (m, n, k) == BIG and kernel == "naive" and dtype != torch.float32:
+                            continue  # the naive kernel at the big shape once (fp32) keeps the tier short
+                        what = f"{backend}/{kernel} {dtype} {m}x{n}x{k}"
+                        with self.subTest(what):
+                            self.check_kernel_on(backend, kernel, self.operand(m, k, dtype), self.operand(k, n, dtype),
+                                                 False, TOLERANCE[dtype], what)
+
+    def test_column_major_operands(self):
+        for backend in ("cuda", "triton"):
+            for kernel in cp.matmul_kernels(backend):
+                for dtype in (torch.float32, torch.bfloat16):
+                    for a_cm, b_cm in ((True, False), (False, True), (True, True)):
+                        what = f"{backend}/{kernel} {dtype} a_cm={a_cm} b_cm={b_cm}"
+                        with self.subTest(what):
+                            a, b = self.operand(257, 136, dtype, a_cm), self.operand(136, 320, dtype, b_cm)
+                            self.check_kernel_on(backend, kernel, a, b, False, TOLERANCE[dtype], what)
+
+    def test_tf32(self):
+        for backend in ("cuda", "triton"):
+            for kernel in cp.matmul_kernels(backend):
+                what = f"{backend}/{kernel} tf32"
+                with self.subTest(what):
+                    a, b = self.operand(513, 129, torch.float32), self.operand(129, 256, torch.float32)
+                    self.check_kernel_on(backend, kernel, a, b, True, TF32_TOLERANCE, what)
+
+    def test_refusals_are_value_errors_and_tma_runs_where_aligned(self):
+        tm = backend_module("triton")
+        with self.assertRaisesRegex(ValueError, "leading stride"):
+            tm.check_kernel("persistent_tma", self.operand(64, 77, torch.float16), self.operand(77, 64, torch.float16),
+                            False)
+        ran = self.check_kernel_on("triton", "persistent_tma", self.operand(300, 512, torch.bfloat16),
+                                   self.operand(512, 264, torch.bfloat16), False, 1e-2, "persistent_tma aligned")
+        self.assertTrue(ran, "persistent_tma refused 16-byte aligned operands on this GPU")
+
+    def test_split_k_shape(self):
+        # Few output tiles, long K: the tiled kernel splits K here.
+        a = self.operand(256, 16384, torch.bfloat16)
+        b = self.operand(16384, 256, torch.bfloat16)
+        self.check_kernel_on("triton", "tiled", a, b, False, 1e-2, "split-K 256x256x16384")
+
+    def test_public_api_auto_batched_forward_backward(self):
+        for backend in ("auto", "cuda", "triton"):
+            for dtype in DTYPES:
+                for batch in ((), (3,)):
+                    with self.subTest(backend=backend, dtype=dtype, batch=batch):
+                        a = torch.randn(*batch, 97, 72, device="cuda").to(dtype).requires_grad_()
+                        b = torch.randn(*batch, 72, 40, device="cuda").to(dtype).requires_grad_()
+                        dy = torch.randn(*batch, 97, 40, device="cuda").to(dtype)
+                        out = cp.matmul(a, b, backend=backend)
+                        out.backward(dy)
+                        a64, b64 = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+                        ref = a64 @ b64
+                        ref.backward(dy.double())
+                        self.assertClose(out.detach(), ref.detach(), TOLERANCE[dtype], "forward")
+                        self.assertClose(a.grad, a64.grad, TOLERANCE[dtype], "dA")
+                        self.assertClose(b.grad, b64.grad, TOLERANCE[dtype], "dB")
+
+    def test_every_kernel_through_public_api_with_backward(self):
+        for backend in ("cuda", "triton"):
+            for kernel in cp.matmul_kernels(backend):
+                with self.subTest(backend=backend, kernel=kernel):
+                    dtype = torch.bfloat16 if kernel in ("mma_sync", "wgmma_tma", "wgmma_tma_cluster") else torch.float32
+                    a = torch.randn(256, 128, device="cuda").to(dtype).requires_grad_()
+                    b = torch.randn(128, 192, device="cuda").to(dtype).requires_grad_()
+                    try:
+                        out = cp.matmul(a, b, backend=backend, kernel=kernel)
+                    except ValueError as exc:  # a refusal must name the kernel
+                        self.assertIn(kernel, str(exc))
+                        continue
+                    out.sum().backward()
+                    ones = torch.ones(256, 192, dtype=torch.float64, device="cuda")
+                    self.assertClose(out.detach(), a.double() @ b.double(), TOLERANCE[dtype], "forward")
+                    self.assertClose(a.grad, ones @ b.double().t(), TOLERANCE[dtype], "dA")
+                    self.assertClose(b.grad, a.double().t() @ ones, TOLERANCE[dtype], "dB")
+
+    def test_torch_compile_fullgraph(self):
+        a, b = self.operand(130, 64, torch.float16), self.operand(64, 72, torch.float16)
+        for backend in ("cuda", "triton"):
+            with self.subTest(backend=backend):
+                fn = torch.compile(lambda x, y: cp.matmul(x, y, backend=backend).float().relu(), fullgraph=True)
+                self.assertClose(fn(a, b), (a.double() @ b.double()).relu(), 1e-2, "compiled")
+
+    def test_empty_and_cpu_refusal(self):
+        out = cp.matmul(torch.randn(5, 0, device="cuda"), torch.randn(0, 3, device="cuda"))
+        self.assertTrue(torch.equal(out, torch.zeros(5, 3, device="cuda")))
+        with self.assertRaisesRegex(ValueError, "needs a CUDA tensor"):
+            cp.matmul(torch.randn(2, 2), torch.randn(2, 2), backend="cuda")

@@ -1,0 +1,145 @@
+"""GPU tier: softmax in both backends, every plan, against float64 torch (imported by tests/test_gpu.py)."""
+import torch
+
+import cuda_portfolio as cp
+from cuda_portfolio.softmax import _backend_module
+from tests.gpu_util import TOLERANCE, GpuTestCase, poisoned_like
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+COLS = (1, 7, 1000, 1025, 4097, 50257, 131072, 1 << 20)
+ROWS = (1, 3, 37, 4097)
+MAX_ELEMENTS = 1 << 26  # per case, so the whole sweep runs in a few minutes
+
+
+def reference_grad(y, dy):
+    y, dy = y.double(), dy.double()
+    return y * (dy - (y * dy).sum(-1, keepdim=True))
+
+
+class SoftmaxGpuTest(GpuTestCase):
+    def runnable(self, backend, rows, cols, dtype):
+        module = _backend_module(backend)
+        for plan in module.plans():
+            try:
+                module.check_plan(plan, rows, cols, dtype, torch.device("cuda"))
+            except ValueError:
+                continue
+            yield plan
+
+    def test_every_backend_plan_dtype_shape_forward_backward(self):
+        """Each plan's forward/backward called directly on NaN-filled outputs, then via cp.softmax."""
+        for backend in ("cuda", "triton"):
+            module = _backend_module(backend)
+            shapes_run = {plan: 0 for plan in module.plans()}
+            for dtype in DTYPES:
+                for cols in COLS:
+                    for rows in ROWS:
+                        if rows * cols > MAX_ELEMENTS:
+                            continue
+                        for plan in self.runnable(backend, rows, cols, dtype):
+                            with self.subTest(backend=backend, plan=plan, dtype=dtype, rows=rows, cols=cols):
+                                self.check_direct(module, plan, rows, cols, dtype)
+                                shapes_run[plan] += 1
+            for plan, count in shapes_run.items():
+                self.assertGreaterEqual(count, 3, f"{backend} plan {plan} ran only {count} shapes")
+
+    def check_direct(self, module, plan, rows, cols, dtype):
+        tol = TOLERANCE[dtype]
+        x = (torch.randn(rows, cols, device="cuda") * 4).to(dtype)
+        x_before = x.clone()
+        y = poisoned_like(x)
+        module.forward(x, y, plan)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(x, x_before), "forward modified its input")
+        self.assertClose(y, torch.softmax(x.double(), -1), tol, "forward")
+
+        dy = torch.randn(rows, cols, device="cuda").to(dtype)
+        dy_before, y_before = dy.clone(), y.clone()
+        dx = poisoned_like(x)
+        module.backward(y, dy, dx, plan)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(dy, dy_before) and torch.equal(y, y_before), "backward modified its inputs")
+        self.assertClose(dx, reference_grad(y, dy), tol, "backward")
+
+    def test_api_autograd_dims_and_views(self):
+        base = torch.randn(64, 1030, device="cuda")
+        views = {"contiguous": base, "dim 0": base, "column slice": base[:, 3:1028], "every other row": base[::2],
+                 "storage offset 1": base.view(-1)[1:1 + 37 * 1000].view(37, 1000), "transposed": base.t()}
+        for backend in ("cuda", "triton"):
+            for label, x in views.items():
+                dim = 0 if label == "dim 0" else -1
+                for plan in ["auto"] + list(self.runnable(backend, x.numel() // x.shape[dim], x.shape[dim],
+                                                          x.dtype)):
+                    with self.subTest(backend=backend, view=label, plan=plan):
+                        leaf = x.detach().clone().requires_grad_()
+                        before = leaf.detach().clone()
+                        y = cp.softmax(leaf, dim, backend=backend, plan=plan)
+                        dy = torch.randn_like(y)
+                        y.backward(dy)
+                        self.assertTrue(torch.equal(leaf.detach(), before), "input modified")
+                        x64 = x.detach().double().requires_grad_()
+                        ref = torch.softmax(x64, dim)
+                        ref.backward(dy.double())
+                        self.assertClose(y, ref, 1e-5, "forward")
+                        self.assertClose(leaf.grad, x64.grad, 1e-5, "backward")
+
+    def test_special_values_like_torch(self):
+        for backend in ("cuda", "triton"):
+            for cols in (33, 5000, 70000):
+                x = torch.randn(4, cols, device="cuda")
+                x[0, cols // 2] = float("nan")
+                x[1] = float("-inf")
+                x[2, ::3] = float("-inf")
+                x[3, 1] = float("inf")
+                for plan in self.runnable(backend, 4, cols, x.dtype):
+                    with self.subTest(backend=backend, cols=cols, plan=plan):
+                        self.assertClose(cp.softmax(x, backend=backend, plan=plan), torch.softmax(x.double(), -1),
+                                         1e-5)
+
+    def test_torch_compile_fullgraph_and_cuda_graph_replay(self):
+        for backend in ("cuda", "triton"):
+            with self.subTest(backend=backend, what="torch.compile"):
+                compiled = torch.compile(lambda t: cp.softmax(t, 1, backend=backend) * 2, fullgraph=True)
+                x = torch.randn(8, 3000, 5, device="cuda")
+                self.assertClose(compiled(x), torch.softmax(x.double(), 1) * 2, 1e-5)
+            with self.subTest(backend=backend, what="CUDA graph"):
+                static_x = torch.randn(37, 4097, device="cuda")
+                cp.softmax(static_x, backend=backend)  # warm-up (compile) outside capture
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_y = cp.softmax(static_x, backend=backend)
+                for _ in range(2):
+                    static_x.copy_(torch.randn_like(static_x))
+                    static_y.fill_(float("nan"))
+                    graph.replay()
+                    torch.cuda.synchronize()
+                    self.assertClose(static_y, torch.softmax(static_x.double(), -1), 1e-5)
+
+    def test_runs_on_the_current_stream(self):
+        stream = torch.cuda.Stream()
+        x = torch.randn(4097, 4097, device="cuda")
+        torch.cuda.synchronize()
+        for backend in ("cuda", "triton"):
+            with self.subTest(backend=backend), torch.cuda.stream(stream):
+                y = cp.softmax(x, backend=backend)
+                stream.synchronize()  # only the side stream: the result must be complete on it
+                self.assertClose(y, torch.softmax(x.double(), -1), 1e-5)
+
+    def test_tensor_past_2_pow_31_elements(self):
+        rows, cols = 2049, 1 << 20  # bf16: 4 GiB in, 4 GiB out
+        free, _ = torch.cuda.mem_get_info()
+        if free < 20 * rows * cols:
+            self.skipTest(f"needs ~{20 * rows * cols >> 30} GiB free, {free >> 30} GiB free")
+        x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+        for backend in ("cuda", "triton"):
+            for plan in self.runnable(backend, rows, cols, x.dtype):
+                with self.subTest(backend=backend, plan=plan):
+                    y = poisoned_like(x)
+                    _backend_module(backend).forward(x, y, plan)
+                    torch.cuda.synchronize()
+                    self.assertFalse(bool(y.isnan().any()), "unwritten (NaN) outputs")
+                    for row in (0, rows // 2, rows - 1):  # float64 reference per row: memory
+                        self.assertClose(y[row], torch.softmax(x[row].double(), -1), TOLERANCE[torch.bfloat16],
+                                         f"row {row}")
+                    del y

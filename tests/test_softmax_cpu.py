@@ -1,0 +1,270 @@
+"""CPU tier: cp.softmax and every Triton softmax plan through the interpreter (TRITON_INTERPRET=1,
+set by conftest.py on machines without a GPU), at small odd sizes, against float64 torch."""
+import unittest
+from unittest import mock
+
+import torch
+
+import cuda_portfolio as cp
+from cuda_portfolio._backends import triton_interpreting
+from cuda_portfolio.triton_kernels import softmax as triton_softmax
+
+needs_interpreter = unittest.skipUnless(triton_interpreting(), "needs TRITON_INTERPRET=1 (set on machines without a GPU)")
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2}
+CPU = torch.device("cpu")
+
+
+def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    diff, norm = (out.double() - ref).norm(), ref.norm()
+    return float(diff / norm) if norm > 0 else float(diff)
+
+
+def reference_grad(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    y, dy = y.double(), dy.double()
+    return y * (dy - (y * dy).sum(-1, keepdim=True))
+
+
+def runnable_plans(rows: int, cols: int, dtype=torch.float32) -> list[str]:
+    """The Triton plans whose check_plan accepts this shape."""
+    plans = []
+    for plan in triton_softmax.plans():
+        try:
+            triton_softmax.check_plan(plan, rows, cols, dtype, CPU)
+        except ValueError:
+            continue
+        plans.append(plan)
+    return plans
+
+
+@needs_interpreter
+class TritonSoftmaxPlanTest(unittest.TestCase):
+    """Each plan's forward/backward called directly on NaN-filled outputs (every element written)."""
+
+    SHAPES = [(rows, cols) for rows in (1, 3, 5) for cols in (1, 7, 33, 130)] + [(3, 1025), (2, 4100)]
+
+    def check_plan(self, plan, rows, cols, dtype, scale=3.0):
+        x = (torch.randn(rows, cols) * scale).to(dtype)
+        x_before = x.clone()
+        y = torch.full_like(x, float("nan"))
+        triton_softmax.forward(x, y, plan)
+        self.assertTrue(torch.equal(x, x_before), "forward modified its input")
+        ref = torch.softmax(x.double(), -1)
+        self.assertLessEqual(relative_error(y, ref), TOLERANCE[dtype])
+
+        dy = torch.randn(rows, cols).to(dtype)
+        y_before, dy_before = y.clone(), dy.clone()
+        dx = torch.full_like(x, float("nan"))
+        triton_softmax.backward(y, dy, dx, plan)
+        self.assertTrue(torch.equal(y, y_before) and torch.equal(dy, dy_before), "backward modified its inputs")
+        self.assertFalse(bool(dx.isnan().any()), "backward left elements unwritten")
+        self.assertLessEqual(relative_error(dx, reference_grad(y, dy)), TOLERANCE[dtype])
+
+    def test_every_plan_forward_backward_small_odd_shapes(self):
+        for dtype in DTYPES:
+            for rows, cols in self.SHAPES:
+                for plan in runnable_plans(rows, cols, dtype):
+                    with self.subTest(plan=plan, dtype=dtype, rows=rows, cols=cols):
+                        self.check_plan(plan, rows, cols, dtype)
+
+    def test_split_row_several_row_groups_and_chunks(self):
+        # A tiny L2 budget forces one launch pair per row and several chunks per row.
+        with mock.patch.object(triton_softmax, "L2_BUDGET_BYTES", 64):
+            for dtype in (torch.float32, torch.bfloat16):
+                with self.subTest(dtype=dtype):
+                    self.check_plan("split_row", 4, 9000, dtype)
+
+    def test_every_plan_runs_some_shape(self):
+        covered = {plan for rows, cols in self.SHAPES for plan in runnable_plans(rows, cols)}
+        self.assertEqual(covered, set(triton_softmax.plans()))
+
+    def test_strided_and_misaligned_rows(self):
+        base = torch.randn(6, 300)
+        for plan in runnable_plans(3, 130):
+            with self.subTest(plan=plan):
+                x = base[::2, 5:135]                      # row stride 600, storage offset 5
+                misaligned = base.view(-1)[1:391].view(3, 130)  # storage offset 1: not 16-byte aligned
+                for view in (x, misaligned):
+                    y_store = torch.full((3, 400), float("nan"))
+                    y = y_store[:, 3:133]                  # strided, offset output
+                    triton_softmax.forward(view, y, plan)
+                    self.assertLessEqual(relative_error(y, torch.softmax(view.double(), -1)), 1e-5)
+                    self.assertTrue(y_store[:, :3].isnan().all() and y_store[:, 133:].isnan().all(),
+                                    "wrote outside the output rows")
+
+    def test_check_plan_refuses_rows_too_long_for_registers(self):
+        with self.assertRaisesRegex(ValueError, r"'warp_per_row' cannot run rows of 1025 columns \(max 1024\)"):
+            triton_softmax.check_plan("warp_per_row", 4, 1025, torch.float32, CPU)
+        with self.assertRaisesRegex(ValueError, r"'block_per_row' cannot run rows of 32769 columns"):
+            triton_softmax.check_plan("block_per_row", 4, 32769, torch.float32, CPU)
+        with self.assertRaisesRegex(ValueError, "unknown triton plan 'cluster_split_row'.*split_row"):
+            triton_softmax.check_plan("cluster_split_row", 4, 100, torch.float32, CPU)
+
+    def test_choose_plan_by_shape(self):
+        self.assertEqual(triton_softmax.choose_plan(65536, 256, torch.float32, CPU), "warp_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 4096, torch.bfloat16, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(1024, 131072, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4, 4194304, torch.float32, CPU), "split_row")
+
+
+@needs_interpreter
+class SoftmaxApiTest(unittest.TestCase):
+    """cp.softmax with backend='triton' (the CPU tier's backend) against torch."""
+
+    def assert_matches_torch(self, x, dim=-1, plan="auto", tol=None):
+        before = x.clone()
+        y = cp.softmax(x, dim, backend="triton", plan=plan)
+        self.assertTrue(torch.equal(x, before), "input modified")
+        self.assertEqual(y.dtype, x.dtype)
+        self.assertEqual(y.shape, x.shape)
+        ref = torch.softmax(x.double(), dim)
+        self.assertLessEqual(relative_error(y, ref), tol or TOLERANCE[x.dtype])
+        return y
+
+    def test_dims_other_than_last(self):
+        x = torch.randn(3, 5, 7)
+        for dim in (0, 1, 2, -1, -2, -3):
+            with self.subTest(dim=dim):
+                self.assert_matches_torch(x, dim)
+
+    def test_non_contiguous_and_offset_inputs(self):
+        base = torch.randn(8, 40)
+        for label, x in {"transposed": base.t(), "column slice": base[:, 3:36], "every other row": base[::2],
+                         "storage offset 1": base.view(-1)[1:34], "expanded rows": base[:1].expand(4, 40)}.items():
+            with self.subTest(view=label):
+                self.assert_matches_torch(x)
+
+    def test_every_plan_through_the_api(self):
+        x = torch.randn(3, 5, 33)
+        for plan in runnable_plans(15, 33):
+            with self.subTest(plan=plan):
+                self.assert_matches_torch(x, plan=plan)
+
+    def test_zero_dim_and_empty_tensors(self):
+        scalar = torch.tensor(2.5)
+        self.assertTrue(torch.equal(cp.softmax(scalar, 0, backend="triton"), torch.softmax(scalar, 0)))
+        for shape, dim in (((0, 5), -1), ((4, 0), -1), ((3, 0, 2), 0)):
+            with self.subTest(shape=shape):
+                x = torch.randn(shape, requires_grad=True)
+                y = cp.softmax(x, dim, backend="triton")
+                self.assertEqual(y.shape, x.shape)
+                y.sum().backward()
+                self.assertEqual(x.grad.shape, x.shape)
+
+    def test_special_values_like_torch(self):
+        inf = float("inf")
+        x = torch.randn(5, 33)
+        x[0, 3] = float("nan")           # NaN row
+        x[1, :] = -inf                   # all -inf row: NaN
+        x[2, ::2] = -inf                 # -inf elements: 0
+        x[3, 7] = inf                    # +inf: NaN row, as torch
+        for plan in runnable_plans(5, 33):
+            with self.subTest(plan=plan):
+                y = cp.softmax(x, backend="triton", plan=plan).double()
+                ref = torch.softmax(x.double(), -1)
+                self.assertTrue(torch.equal(y.isnan(), ref.isnan()), f"NaN pattern: {y.isnan().sum(-1)}")
+                finite = ~ref.isnan()
+                self.assertLessEqual(float((y[finite] - ref[finite]).abs().max()), 1e-6)
+
+    def test_large_fp16_values_do_not_overflow(self):
+        x = (torch.rand(3, 130) * 60000 + 5000).half()
+        for plan in runnable_plans(3, 130):
+            with self.subTest(plan=plan):
+                y = self.assert_matches_torch(x, plan=plan)
+                self.assertFalse(bool(y.isnan().any()))
+
+    def test_properties_rows_sum_to_one_and_shift_invariance(self):
+        x = torch.randn(4, 7, 130)
+        y = cp.softmax(x, backend="triton")
+        torch.testing.assert_close(y.sum(-1), torch.ones(4, 7), atol=1e-5, rtol=0)
+        shifted = cp.softmax(x + 17.0, backend="triton")
+        torch.testing.assert_close(shifted, y, atol=1e-6, rtol=1e-4)
+        self.assertTrue(bool((y >= 0).all()))
+
+    def test_autograd_matches_float64_torch(self):
+        for dtype in DTYPES:
+            for plan in runnable_plans(6, 33):
+                with self.subTest(dtype=dtype, plan=plan):
+                    x = torch.randn(2, 3, 33).to(dtype).requires_grad_()
+                    x64 = x.detach().double().requires_grad_()
+                    dy = torch.randn(2, 3, 33).to(dtype)
+                    cp.softmax(x, backend="triton", plan=plan).backward(dy)
+                    torch.softmax(x64, -1).backward(dy.double())
+                    self.assertEqual(x.grad.dtype, dtype)
+                    self.assertLessEqual(relative_error(x.grad, x64.grad), TOLERANCE[dtype])
+
+    def test_autograd_other_dim_and_broadcast_grad(self):
+        # The gradient reaching the op is an expanded (row stride 0) tensor after moving dim 0 last.
+        x = torch.randn(33, 4, requires_grad=True)
+        x64 = x.detach().double().requires_grad_()
+        weight = torch.randn(33, 1)
+        (cp.softmax(x, 0, backend="triton") * weight).sum().backward()
+        (torch.softmax(x64, 0) * weight.double()).sum().backward()
+        self.assertLessEqual(relative_error(x.grad, x64.grad), 1e-5)
+
+    def test_torch_compile_fullgraph(self):
+        try:
+            compiled = torch.compile(lambda t: cp.softmax(t, 1, backend="triton") * 2, fullgraph=True)
+            x = torch.randn(3, 33, 5)
+            y = compiled(x)
+        except Exception as exc:  # a compiler toolchain problem on this machine, not our op
+            if "cuda_portfolio" in repr(exc) or "softmax" in repr(exc):
+                raise
+            self.skipTest(f"torch.compile does not run on this CPU machine: {type(exc).__name__}: {exc}"[:300])
+        self.assertLessEqual(relative_error(y, torch.softmax(x.double(), 1) * 2), 1e-5)
+
+
+class SoftmaxValidationTest(unittest.TestCase):
+    def test_bad_dtypes_and_non_tensors(self):
+        for bad in (torch.arange(5), torch.arange(5, dtype=torch.int32), torch.randn(5, dtype=torch.float64)):
+            with self.subTest(dtype=bad.dtype):
+                with self.assertRaisesRegex(TypeError, rf"unsupported dtype {bad.dtype}.*torch.float32, torch.float16, "
+                                                       "torch.bfloat16"):
+                    cp.softmax(bad)
+        with self.assertRaisesRegex(TypeError, "must be a torch.Tensor"):
+            cp.softmax([1.0, 2.0])
+
+    def test_dim_out_of_range(self):
+        with self.assertRaisesRegex(IndexError, r"dim 2 is out of range for a tensor with ndim 2"):
+            cp.softmax(torch.randn(3, 4), 2)
+        with self.assertRaisesRegex(IndexError, r"dim -3 is out of range"):
+            cp.softmax(torch.randn(3, 4), -3)
+        with self.assertRaisesRegex(IndexError, r"dim 1 is out of range for a tensor with ndim 0"):
+            cp.softmax(torch.tensor(1.0), 1)
+
+    def test_cpu_tensor_for_cuda_backend(self):
+        with self.assertRaisesRegex(ValueError, "backend='cuda' needs a CUDA tensor, got a tensor on cpu"):
+            cp.softmax(torch.randn(3), backend="cuda")
+
+    def test_unknown_backend(self):
+        with self.assertRaisesRegex(ValueError, "unknown backend 'cudnn'"):
+            cp.softmax(torch.randn(3), backend="cudnn")
+        with self.assertRaisesRegex(ValueError, "unknown backend 'cudnn'"):
+            cp.softmax_plans("cudnn")
+
+    @needs_interpreter
+    def test_unknown_plan_lists_the_backends_plans(self):
+        with self.assertRaisesRegex(ValueError, "unknown plan 'fastest' for backend 'triton'.*warp_per_row, "
+                                                "block_per_row, block_online, split_row"):
+            cp.softmax(torch.randn(3, 4), backend="triton", plan="fastest")
+        with self.assertRaisesRegex(ValueError, "unknown plan 'cluster_split_row' for backend 'triton'"):
+            cp.softmax(torch.randn(3, 4), backend="triton", plan="cluster_split_row")
+
+    @needs_interpreter
+    def test_plan_that_cannot_run_the_shape(self):
+        with self.assertRaisesRegex(ValueError, r"'warp_per_row' cannot run rows of 2000 columns \(max 1024\)"):
+            cp.softmax(torch.randn(2, 2000), backend="triton", plan="warp_per_row")
+
+    def test_softmax_plans_contents(self):
+        self.assertEqual(cp.softmax_plans("triton"), ["warp_per_row", "block_per_row", "block_online", "split_row"])
+        try:
+            cuda_plans = cp.softmax_plans("cuda")
+        except RuntimeError as exc:  # no native module on this machine (built without nvcc)
+            self.skipTest(str(exc))
+        self.assertEqual(set(cuda_plans) - set(cp.softmax_plans("triton")), {"cluster_split_row"})
+        self.assertTrue(set(cp.softmax_plans("triton")) <= set(cuda_plans))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,151 @@
+"""CPU tier: the profiling and inspection scripts (scripts/*.py) work without a GPU.
+
+inspect_kernel.py must produce every compiler stage and the resource table (Triton ahead of time
+for sm_90a; CUDA through nvcc when it is on PATH); the GPU-only scripts must refuse in one clear
+line; compare_backends.py must say that it claims no counter results when ncu is missing.
+"""
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import torch
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+NVCC = shutil.which("nvcc")
+TRITON_STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin", "sass")
+# Small shapes keep the interpreter validation quick.
+SMALL_SHAPES = {"copy": "5x1000", "softmax": "3x1000", "matmul": "33x47x65"}
+
+
+def run_script(name, *args, timeout=600):
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)  # the scripts decide for themselves
+    return subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def triton_op_compiles_ahead_of_time(op):
+    if importlib.util.find_spec(f"cuda_portfolio.triton_kernels.{op}") is None:
+        return False
+    from cuda_portfolio.triton_kernels import aot
+
+    return op in aot.OP_MODULES
+
+
+class ScriptHelpTest(unittest.TestCase):
+    def test_every_script_has_help_without_a_gpu(self):
+        for script in ("inspect_kernel.py", "profile_kernel.py", "sanitizer_smoke.py", "compare_backends.py"):
+            with self.subTest(script=script):
+                r = run_script(script, "--help", timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("usage:", r.stdout)
+                self.assertIn("--op", r.stdout)
+
+    def test_bad_shape_is_a_usage_error(self):
+        r = run_script("profile_kernel.py", "--op", "matmul", "--shape", "10x10", timeout=120)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("MxNxK", r.stderr)
+
+
+class InspectKernelTest(unittest.TestCase):
+    def inspect(self, op, backend):
+        out = Path(tempfile.mkdtemp(prefix=f"inspect_{op}_"))
+        self.addCleanup(shutil.rmtree, out, ignore_errors=True)
+        r = run_script("inspect_kernel.py", "--op", op, "--backend", backend, "--arch", "sm_90a", "--shape",
+                       SMALL_SHAPES[op], "--output", str(out))
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        report = json.loads((out / "resources.json").read_text())
+        return out, report, r.stdout
+
+    def assert_triton_stages(self, out, report):
+        kernels = [k for k in report["kernels"] if k["backend"] == "triton"]
+        self.assertTrue(kernels, report["problems"])
+        for k in kernels:
+            for stage in TRITON_STAGES:
+                path = Path(k["file"] + "." + stage)
+                self.assertTrue(path.exists() and path.stat().st_size > 0, f"{path} missing or empty")
+            ptx = Path(k["file"] + ".ptx").read_text()
+            self.assertIn(".target sm_90a", ptx)
+            self.assertIsInstance(k["registers"], int, k)
+            self.assertGreater(k["registers"], 0, k)
+            self.assertIsInstance(k["local_bytes"], int, k)
+            self.assertGreater(k["threads_per_block"], 0, k)
+        self.assertTrue(Path(out / "triton").is_dir())
+
+    def test_copy_triton_every_stage_and_the_table(self):
+        out, report, stdout = self.inspect("copy", "triton")
+        self.assert_triton_stages(out, report)
+        self.assertIn("copy_rows_kernel", stdout)
+        self.assertIn("regs", stdout)
+        self.assertIn("HGMMA", stdout)  # the guide
+        if not torch.cuda.is_available():
+            self.assertRegex(report["validation"][0], r"^triton: validated on CPU: .*rel_err=0\.00e\+00")
+
+    @unittest.skipUnless(NVCC, "nvcc not on PATH: the CUDA part is skipped by design")
+    def test_copy_cuda_ptx_sass_and_ptxas_resources(self):
+        out, report, stdout = self.inspect("copy", "cuda")
+        kernels = {k["kernel"]: k for k in report["kernels"] if k["backend"] == "cuda"}
+        self.assertIn("copy_masked_kernel<float>", kernels, list(kernels))
+        k = kernels["copy_masked_kernel<float>"]
+        self.assertGreater(k["registers"], 0)
+        self.assertEqual(k["spill_stores"], 0)
+        for suffix in (".ptx", ".cubin", ".sass", ".ptxas.txt"):
+            self.assertTrue(Path(k["file"] + suffix).exists(), suffix)
+        self.assertIn("copy_masked_kernel", Path(k["file"] + ".sass").read_text())
+        if not torch.cuda.is_available():
+            self.assertIn("cuda: not validated: no GPU; compiled ahead of time only", report["validation"])
+        self.assertIn("cuda", stdout)
+
+    def test_softmax_and_matmul_triton_when_registered(self):
+        ops = [op for op in ("softmax", "matmul") if triton_op_compiles_ahead_of_time(op)]
+        if not ops:
+            self.skipTest("neither triton_kernels.softmax nor triton_kernels.matmul is in aot.OP_MODULES yet")
+        for op in ops:
+            with self.subTest(op=op):
+                out, report, _ = self.inspect(op, "triton")
+                self.assert_triton_stages(out, report)
+
+    def test_bad_arch_is_a_usage_error(self):
+        r = run_script("inspect_kernel.py", "--op", "copy", "--arch", "hopper", "--output", tempfile.gettempdir())
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("sm_90a", r.stderr)
+
+
+@unittest.skipIf(torch.cuda.is_available(), "a GPU is present")
+class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
+    def assert_one_line_refusal(self, r, script):
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn(f"{script}: needs a CUDA GPU", r.stderr)
+
+    def test_profile_kernel(self):
+        self.assert_one_line_refusal(run_script("profile_kernel.py", "--op", "softmax", timeout=120),
+                                     "profile_kernel.py")
+
+    def test_sanitizer_smoke_and_its_negative_control(self):
+        self.assert_one_line_refusal(run_script("sanitizer_smoke.py", timeout=120), "sanitizer_smoke.py")
+        self.assert_one_line_refusal(run_script("sanitizer_smoke.py", "--negative-control", timeout=120),
+                                     "sanitizer_smoke.py")
+
+
+class CompareBackendsTest(unittest.TestCase):
+    def test_missing_ncu_saves_a_diagnostic_and_claims_nothing(self):
+        results = Path(tempfile.mkdtemp(prefix="compare_"))
+        self.addCleanup(shutil.rmtree, results, ignore_errors=True)
+        r = run_script("compare_backends.py", "--op", "softmax", "--ncu", str(results / "no-such-ncu"),
+                       "--results-dir", str(results), timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("NO COUNTER RESULTS ARE CLAIMED", r.stderr)
+        diagnostics = list(results.glob("*-diagnostic.txt"))
+        self.assertEqual(len(diagnostics), 1, list(results.iterdir()))
+        self.assertIn("ncu not found", diagnostics[0].read_text())
+
+
+if __name__ == "__main__":
+    unittest.main()
