@@ -1,0 +1,125 @@
+"""GPU tier: the benchmark harness at tiny sizes (imported by tests/test_gpu.py).
+
+Both timing paths (graph replay in process; CUDA events in a subprocess with
+PYTORCH_NO_CUDA_MEMORY_CACHING=1), the results file validates against the schema, a provider that
+computes the wrong thing is reported WRONG, and a provider that cannot be captured falls back to
+events with the reason recorded.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+import cuda_portfolio as cp
+from cuda_portfolio.bench.case import OURS, PEER, Case, Provider
+from cuda_portfolio.bench.cli import main as bench_main
+from cuda_portfolio.bench.runner import run_case
+from cuda_portfolio.bench.schema import validate_results
+from cuda_portfolio.bench.timing import TimingSettings, l2_bytes
+from tests.gpu_util import GpuTestCase
+
+TINY_ARGS = ["--shapes", "64x1000,96x128x64", "--rounds", "2", "--samples", "3", "--copy-mib", "64"]
+
+
+def copy_case(providers) -> Case:
+    """A case over cp.copy-shaped work: output = input, reference = the input in float64."""
+    shape = (257, 1000)
+    return Case("softmax", "fwd", torch.float32, shape, lambda gen: (torch.randn(shape, device="cuda", generator=gen),),
+                lambda inputs: inputs[0].double(), 1e-6, bytes=2 * 4 * shape[0] * shape[1], providers=providers)
+
+
+CAPTURE_FAILURE_SCRIPT = r"""
+import json, torch
+from cuda_portfolio.bench.case import PEER, Provider
+from cuda_portfolio.bench.runner import run_case
+from cuda_portfolio.bench.timing import TimingSettings, l2_bytes
+from tests.gpu_bench_cases import copy_case
+
+def bind_syncing(inputs):
+    def launch():
+        out = inputs[0].clone()
+        torch.cuda.synchronize()  # illegal during stream capture
+        return out
+    return launch
+
+settings = TimingSettings(rounds=2, samples_per_round=3, l2_bytes=l2_bytes())
+print(json.dumps(run_case(copy_case([Provider("syncing clone", PEER, bind=bind_syncing)]), settings, {})[0]))
+"""
+
+
+class BenchGpuTest(GpuTestCase):
+    def settings(self, method="graph", reason=""):
+        return TimingSettings(rounds=2, samples_per_round=3, method=method, method_reason=reason, l2_bytes=l2_bytes())
+
+    def test_cli_graph_path_writes_a_valid_results_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            rc = bench_main(TINY_ARGS + ["--json", path, "--dtype", "fp32,bf16"])
+            with open(path) as f:
+                doc = json.load(f)
+        self.assertEqual(validate_results(doc), [])
+        self.assertEqual(doc["env"]["timing_method"], "graph")
+        torch_records = [r for r in doc["records"] if r["provider"] in ("torch", "cublas") and r["status"] == "ok"]
+        self.assertEqual(len(torch_records), 2 * 2 + 2, "torch fwd+bwd per dtype and cuBLAS per dtype should run")
+        for r in torch_records:
+            self.assertEqual(r["method"], "graph", r)
+            self.assertGreater(r["launches_per_sample"], 1)
+        self.assertTrue(any(r["kind"] == "control" and r["status"] == "ok" for r in doc["records"]))
+        ours_bad = [r for r in doc["records"] if r["kind"] == OURS and r["status"] in ("WRONG", "error")]
+        self.assertEqual(rc, 1 if ours_bad else 0, ours_bad)
+
+    def test_events_path_when_caching_allocator_is_off(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+            r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench", "--op", "softmax", "--backend", "triton",
+                                "--direction", "fwd", "--dtype", "fp32", *TINY_ARGS, "--json", path],
+                               capture_output=True, text=True, env=env, timeout=600)
+            self.assertIn(r.returncode, (0, 1), r.stderr[-3000:])
+            with open(path) as f:
+                doc = json.load(f)
+        self.assertEqual(validate_results(doc), [])
+        self.assertEqual(doc["env"]["timing_method"], "events")
+        self.assertIn("PYTORCH_NO_CUDA_MEMORY_CACHING", doc["env"]["timing_method_reason"])
+        timed = [r for r in doc["records"] if r["time_ms"]]
+        self.assertTrue(timed)
+        self.assertTrue(all(r["method"] == "events" for r in timed))
+        self.assertEqual(doc["ceilings"]["device_copy"]["method"], "events")
+
+    def test_wrong_provider_is_reported_wrong_and_right_one_ok(self):
+        def bind_copy(inputs):
+            return lambda: cp.copy(inputs[0])
+
+        def bind_wrong(inputs):
+            return lambda: cp.copy(inputs[0]) * 1.01
+
+        case = copy_case([Provider("copy", OURS, bind=bind_copy, plan="auto"),
+                          Provider("scaled copy", PEER, bind=bind_wrong)])
+        records = run_case(case, self.settings(), {})
+        status = {r["provider"]: r for r in records}
+        self.assertEqual(status["copy"]["status"], "ok", status["copy"]["reason"])
+        self.assertEqual(status["scaled copy"]["status"], "WRONG")
+        self.assertIn("rel err", status["scaled copy"]["reason"])
+        self.assertIsNone(status["scaled copy"]["tb_per_s"])
+        self.assertEqual(status["copy"]["ratio_to_peers"], {}, "a WRONG peer gives no ratio")
+
+    def test_capture_failure_falls_back_to_events_with_reason(self):
+        # In a subprocess: a failed capture leaves torch's default CUDA generator in capture mode,
+        # which would break every later test in this process that draws random numbers.
+        r = subprocess.run([sys.executable, "-c", CAPTURE_FAILURE_SCRIPT], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        record = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(record["status"], "ok", record["reason"])
+        self.assertEqual(record["method"], "events")
+        self.assertIn("graph capture failed", record["method_reason"])
+
+    def test_unwritten_output_is_wrong(self):
+        def bind_empty(inputs):
+            return lambda: torch.full_like(inputs[0], float("nan"))
+
+        records = run_case(copy_case([Provider("nan", PEER, bind=bind_empty)]), self.settings(), {})
+        self.assertEqual(records[0]["status"], "WRONG")
+        self.assertIn("non-finite", records[0]["reason"])

@@ -1,0 +1,299 @@
+"""CPU tier: the benchmark harness without a GPU: argument parsing, shape presets, the results
+schema, the interleaving/validation/ratio logic (with a fake timer), table and plot rendering
+from a stored results file (tests/data/bench_results_fixture.json), --help in a subprocess."""
+import contextlib
+import copy
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import torch
+
+from cuda_portfolio.bench import cli, env, shapes
+from cuda_portfolio.bench.case import CONTROL, OURS, PEER, Case, Provider, relative_error
+from cuda_portfolio.bench.report import render_table
+from cuda_portfolio.bench.runner import run_case
+from cuda_portfolio.bench.schema import validate_results
+from cuda_portfolio.bench.timing import TimingSettings, input_copies_for, summarize
+
+FIXTURE = Path(__file__).parent / "data" / "bench_results_fixture.json"
+
+
+def load_fixture() -> dict:
+    with open(FIXTURE) as f:
+        return json.load(f)
+
+
+class ArgumentTest(unittest.TestCase):
+    def test_defaults(self):
+        args = cli.parse_args([])
+        self.assertEqual(args.ops, ["softmax", "matmul"])
+        self.assertEqual(args.backends, ["cuda", "triton"])
+        self.assertEqual(args.directions, ["fwd", "bwd"])
+        self.assertEqual(args.dtypes["softmax"], [torch.float32, torch.bfloat16])
+        self.assertEqual(args.shape_lists["softmax"], shapes.SOFTMAX_QUICK)
+        self.assertEqual(args.plans, "auto")
+
+    def test_explicit_shapes_go_to_the_op_with_matching_rank(self):
+        args = cli.parse_args(["--shapes", "128x4096,4096x4096x4096, 7x9", "--dtype", "bf16,fp16,bfloat16"])
+        self.assertEqual(args.shape_lists["softmax"], [(128, 4096), (7, 9)])
+        self.assertEqual(args.shape_lists["matmul"], [(4096, 4096, 4096)])
+        self.assertEqual(args.dtypes["matmul"], [torch.bfloat16, torch.float16])
+
+    def test_case_order_and_count(self):
+        args = cli.parse_args(["--op", "softmax", "--direction", "bwd", "--dtype", "fp32", "--shapes", "full"])
+        specs = cli.case_specs(args)
+        self.assertEqual(len(specs), len(shapes.SOFTMAX_FULL))
+        self.assertTrue(all(s[:3] == ("softmax", torch.float32, "bwd") for s in specs))
+        quick_all = cli.case_specs(cli.parse_args(["--shapes", "quick"]))
+        self.assertEqual(len(quick_all), 2 * 2 * len(shapes.SOFTMAX_QUICK) + 2 * len(shapes.MATMUL_QUICK))
+
+    def test_bad_arguments_exit_2(self):
+        for argv in (["--shapes", "4096x"], ["--shapes", "0x5"], ["--shapes", "2x3x4x5"], ["--dtype", "float64"],
+                     ["--op", "matmul", "--shapes", "64x64"], ["--rounds", "0"], ["--op", "conv"]):
+            with self.subTest(argv=argv), self.assertRaises(SystemExit) as ctx:
+                with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
+                    cli.parse_args(argv)
+            self.assertEqual(ctx.exception.code, 2)
+
+
+class PresetTest(unittest.TestCase):
+    def test_full_presets_hold_the_baseline_shapes(self):
+        for shape in [(4096, 4096), (8192, 8192), (2048, 50257), (1024, 131072), (32, 1048576), (4, 4194304)]:
+            self.assertIn(shape, shapes.SOFTMAX_FULL)
+        self.assertEqual(set(shapes.MATMUL_FULL), {(4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 1024),
+                                                   (1024, 1024, 16384), (4000, 3000, 2000), (128, 8192, 8192)})
+
+    def test_quick_is_a_subset_of_full(self):
+        self.assertTrue(set(shapes.SOFTMAX_QUICK) < set(shapes.SOFTMAX_FULL))
+        self.assertTrue(set(shapes.MATMUL_QUICK) < set(shapes.MATMUL_FULL))
+
+    def test_parse_shape(self):
+        self.assertEqual(shapes.parse_shape("4000X3000x2000"), (4000, 3000, 2000))
+        with self.assertRaisesRegex(ValueError, "bad shape"):
+            shapes.parse_shape("4k x 4k")
+
+
+class SchemaTest(unittest.TestCase):
+    def test_fixture_validates(self):
+        self.assertEqual(validate_results(load_fixture()), [])
+
+    def test_hand_built_ok_record_validates_and_each_breakage_is_named(self):
+        doc = load_fixture()
+        good = next(r for r in doc["records"] if r["status"] == "ok" and r["op"] == "softmax")
+        doc["records"] = [good]
+        self.assertEqual(validate_results(doc), [])
+        breakages = {
+            "missing 'time_ms'": lambda r: r.pop("time_ms"),
+            "shape must be 2": lambda r: r.update(shape=[4096, 4096, 1]),
+            "within tolerance": lambda r: r["validation"].update(rel_err=1.0),
+            "positive tb_per_s": lambda r: r.update(tb_per_s=None),
+            "min <= q1 <= median": lambda r: r["time_ms"].update(min=1e9),
+            "needs a reason": lambda r: r.update(status="refused", reason="", tb_per_s=None, ratio_to_peers={},
+                                                 ratio_to_ceiling=None),
+            "carries no throughput": lambda r: r.update(status="WRONG", reason="rel err 1 > 1e-5"),
+            "status 'fast'": lambda r: r.update(status="fast"),
+            "dtype 'float64'": lambda r: r.update(dtype="float64"),
+        }
+        for expected, breakage in breakages.items():
+            broken = copy.deepcopy(doc)
+            breakage(broken["records"][0])
+            with self.subTest(breakage=expected):
+                problems = validate_results(broken)
+                self.assertTrue(any(expected in p for p in problems), problems)
+
+    def test_env_and_top_level_problems(self):
+        doc = load_fixture()
+        del doc["env"]["git_commit"]
+        doc["env"]["timing_method"] = "stopwatch"
+        doc["schema"] = "other/0"
+        problems = "\n".join(validate_results(doc))
+        for expected in ("env.git_commit missing", "env.timing_method", "schema must be"):
+            self.assertIn(expected, problems)
+        self.assertEqual(validate_results([]), ["the results file must hold a JSON object"])
+
+
+class FakeTimer:
+    """Stands in for LaunchTimer on CPU: runs each launch for real, reports fixed times, logs order."""
+    log = []
+    times = {}
+
+    def __init__(self, launches, settings):
+        self.launches, self.settings = launches, settings
+        self.method, self.method_reason, self.launches_per_sample = "graph", "", 7
+        self.output = None
+
+    def prepare(self):
+        self.output = self.launches[-1]()
+
+    def samples_this_round(self):
+        return self.settings.samples_per_round
+
+    def sample(self, count):
+        name = self.launches[0].provider_name
+        FakeTimer.log.append(name)
+        return [FakeTimer.times[name]] * count
+
+    def last_output(self):
+        return self.output, len(self.launches) - 1
+
+    def close(self):
+        pass
+
+
+def tagged(name, fn):
+    fn.provider_name = name
+    return fn
+
+
+def fake_case(providers) -> Case:
+    shape = (3, 33)
+    return Case("softmax", "fwd", torch.float32, shape, lambda gen: (torch.randn(shape, generator=gen),),
+                lambda inputs: torch.softmax(inputs[0].double(), -1), 1e-5, bytes=2 * 4 * 3 * 33,
+                providers=providers, device="cpu")
+
+
+def provider(name, kind, fn, **kw):
+    return Provider(name, kind, bind=lambda inputs: tagged(name, lambda: fn(inputs[0])), **kw)
+
+
+class RunnerLogicTest(unittest.TestCase):
+    def run_fake(self, providers, times, rounds=3):
+        FakeTimer.log, FakeTimer.times = [], times
+        settings = TimingSettings(rounds=rounds, samples_per_round=4, l2_bytes=1 << 20)
+        ceilings = {"device_copy": {"tb_per_s": 2.0}}
+        return {r["provider"]: r for r in run_case(fake_case(providers), settings, ceilings, timer_factory=FakeTimer)}
+
+    def test_statuses_ratios_and_interleaving(self):
+        def refuse(x):
+            raise ValueError("peer refuses rows of 33 columns")
+
+        providers = [provider("mine", OURS, lambda x: torch.softmax(x, -1), plan="auto", resolved_plan="p"),
+                     provider("wrong", OURS, lambda x: torch.softmax(x, -1) * 1.001, plan="auto"),
+                     provider("torch", PEER, lambda x: torch.softmax(x, -1)),
+                     provider("torch (A/A)", CONTROL, lambda x: torch.softmax(x, -1), control_of="torch"),
+                     provider("picky", PEER, refuse),
+                     Provider("absent", PEER, status="unavailable", reason="not installed")]
+        times = {"mine": 0.5, "wrong": 0.1, "torch": 1.0, "torch (A/A)": 1.02}
+        records = self.run_fake(providers, times)
+        self.assertEqual(FakeTimer.log, ["mine", "wrong", "torch", "torch (A/A)",
+                                         "wrong", "torch", "torch (A/A)", "mine",
+                                         "torch", "torch (A/A)", "mine", "wrong"])
+        self.assertEqual({n: r["status"] for n, r in records.items()},
+                         {"mine": "ok", "wrong": "WRONG", "torch": "ok", "torch (A/A)": "ok", "picky": "refused",
+                          "absent": "unavailable"})
+        mine = records["mine"]
+        self.assertAlmostEqual(mine["ratio_to_peers"]["torch"], 2.0)
+        self.assertAlmostEqual(mine["ratio_to_peers"]["torch (A/A)"], 2.04)
+        self.assertAlmostEqual(mine["tb_per_s"], 2 * 4 * 3 * 33 / 0.5e-3 / 1e12)
+        self.assertAlmostEqual(mine["ratio_to_ceiling"], mine["tb_per_s"] / 2.0)
+        self.assertEqual(mine["time_ms"]["samples"], 12)
+        self.assertEqual(mine["resolved_plan"], "p")
+        self.assertIn("rel err", records["wrong"]["reason"])
+        self.assertIsNone(records["wrong"]["tb_per_s"])
+        self.assertEqual(records["wrong"]["ratio_to_peers"], {})
+        self.assertIn("refuses rows", records["picky"]["reason"])
+        self.assertAlmostEqual(records["torch (A/A)"]["ratio_to_peers"]["torch"], 1.0 / 1.02)
+        doc = load_fixture()
+        doc["records"] = list(records.values())
+        self.assertEqual(validate_results(doc), [])
+
+    def test_our_kernel_failing_in_warm_up_is_an_error_not_a_refusal(self):
+        def crash(x):
+            raise RuntimeError("illegal memory access")
+
+        records = self.run_fake([provider("mine", OURS, crash, plan="auto")], {})
+        self.assertEqual(records["mine"]["status"], "error")
+        self.assertIn("illegal memory access", records["mine"]["reason"])
+
+    def test_relative_error_flags_unwritten_outputs_and_shape(self):
+        ref = torch.ones(4, dtype=torch.float64)
+        self.assertEqual(relative_error(torch.ones(4), ref), (0.0, ""))
+        err, problem = relative_error(torch.tensor([1.0, float("nan"), 1.0, 1.0]), ref)
+        self.assertIn("1 non-finite", problem)
+        self.assertIn("shape", relative_error(torch.ones(5), ref)[1])
+
+    def test_summary_statistics(self):
+        stats = summarize([4.0, 1.0, 3.0, 2.0, 5.0])
+        self.assertEqual((stats["median"], stats["min"], stats["max"], stats["q1"], stats["q3"]), (3.0, 1.0, 5.0, 2.0, 4.0))
+        self.assertEqual(stats["samples"], 5)
+
+    def test_input_copies_cover_twice_l2(self):
+        l2 = 60 << 20
+        self.assertEqual(input_copies_for(1 << 30, l2), 1)
+        self.assertEqual(input_copies_for(64 << 20, l2), 2)
+        self.assertGreaterEqual(input_copies_for(1 << 20, l2) * (1 << 20), min(2 * l2, 64 << 20))
+
+
+class RenderTest(unittest.TestCase):
+    def test_table_shows_ratios_wrong_and_noise_floor(self):
+        text = render_table(load_fixture())
+        self.assertIn("device copy 4.29 TB/s", text)
+        self.assertIn("softmax fwd float32 4096x4096", text)
+        self.assertIn("cuda [auto->block_per_row]", text)
+        self.assertIn("torch.compile 1.30x", text)
+        self.assertIn("WRONG: rel err", text)
+        self.assertIn("refused: softmax: plan 'warp_per_row' cannot run", text)
+        self.assertIn("A/A control (same peer timed twice): time ratio", text)
+        self.assertTrue(text.splitlines()[-1].startswith("WRONG (computed the wrong result"))
+
+    @unittest.skipUnless(importlib.util.find_spec("matplotlib"), "matplotlib not installed")
+    def test_plot_from_stored_json_in_a_subprocess(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "plot.png")
+            r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench.plot", str(FIXTURE), out],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, "rb") as f:
+                data = f.read()
+        self.assertEqual(data[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertGreater(len(data), 20000)
+
+
+class CommandLineTest(unittest.TestCase):
+    def run_module(self, *args, env=None):
+        return subprocess.run([sys.executable, "-m", "cuda_portfolio.bench", *args], capture_output=True, text=True,
+                              timeout=300, env=env)
+
+    def test_help_works_without_a_gpu(self):
+        r = self.run_module("--help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for flag in ("--op", "--backend", "--dtype", "--direction", "--shapes", "--plans", "--json", "--plot",
+                     "--rounds"):
+            self.assertIn(flag, r.stdout)
+
+    def test_script_wrapper_help(self):
+        script = Path(__file__).resolve().parents[1] / "scripts" / "benchmark.py"
+        r = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("scripts/benchmark.py", r.stdout)
+
+    @unittest.skipIf(torch.cuda.is_available(), "a GPU is present")
+    def test_run_without_gpu_exits_3_with_one_line(self):
+        r = self.run_module("--op", "softmax", "--shapes", "8x8")
+        self.assertEqual(r.returncode, 3)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertRegex(r.stderr, "benchmark: (no CUDA device|TRITON_INTERPRET=1)")
+
+    def test_git_commit_comes_from_the_environment_first(self):
+        saved = {k: os.environ.get(k) for k in (env.COMMIT_ENV, env.DIRTY_ENV)}
+        try:
+            os.environ[env.COMMIT_ENV], os.environ[env.DIRTY_ENV] = "abc123", "1"
+            self.assertEqual(env.git_state(), ("abc123", True))
+            del os.environ[env.DIRTY_ENV]
+            self.assertEqual(env.git_state(), ("abc123", None))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+if __name__ == "__main__":
+    unittest.main()
