@@ -41,9 +41,21 @@ def native_module():
     return module
 
 
-@functools.lru_cache(maxsize=None)
+# Backend resolution runs on every op call, inside CUDA-graph capture and under torch.compile:
+# the statuses are computed once per process, and torch.compile takes them as constants instead
+# of tracing into module imports and CUDA queries.
+@torch._dynamo.assume_constant_result
 def _cuda_status() -> tuple[bool, str]:
-    # Cached: backend resolution runs on every op call (and inside CUDA-graph capture).
+    return _cuda_status_cached()
+
+
+@torch._dynamo.assume_constant_result
+def _triton_status() -> tuple[bool, str]:
+    return _triton_status_cached(triton_interpreting())
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_status_cached() -> tuple[bool, str]:
     module, reason = _native_import()
     if module is None:
         return False, reason
@@ -55,10 +67,6 @@ def _cuda_status() -> tuple[bool, str]:
     major, minor = module.compute_capability(torch.cuda.current_device())
     hopper = "with" if module.has_sm90a_kernels else "without"
     return True, f"native module on sm_{major}{minor}, built {hopper} the sm_90a kernels"
-
-
-def _triton_status() -> tuple[bool, str]:
-    return _triton_status_cached(triton_interpreting())
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,16 +23,16 @@ def _run(cmd: list[str], cwd=None) -> str | None:
 
 
 def git_state() -> tuple[str | None, bool | None]:
-    """(commit, dirty). The environment wins: the GPU machine gets the tree without .git, so the
-    lead exports CUDA_PORTFOLIO_GIT_COMMIT (and CUDA_PORTFOLIO_GIT_DIRTY=0/1) there."""
+    """(commit, dirty). The environment wins: a copy of the tree may lack .git or belong to another user, so the
+    CUDA_PORTFOLIO_GIT_COMMIT (and CUDA_PORTFOLIO_GIT_DIRTY=0/1) can name the commit explicitly."""
     if os.environ.get(COMMIT_ENV):
         dirty = os.environ.get(DIRTY_ENV)
         return os.environ[COMMIT_ENV], (dirty == "1") if dirty in ("0", "1") else None
     repo = _REPO if (_REPO / "pyproject.toml").exists() else None  # an editable install: the source tree
-    commit = _run(["git", "rev-parse", "HEAD"], cwd=repo)
+    commit = _run(["git", "-c", "safe.directory=*", "rev-parse", "HEAD"], cwd=repo)
     if commit is None:
         return None, None
-    status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)
+    status = _run(["git", "-c", "safe.directory=*", "status", "--porcelain", "--untracked-files=no"], cwd=repo)
     return commit, (bool(status) if status is not None else None)
 
 

@@ -98,7 +98,7 @@ def matmul_tiled_kernel(a, b, c, M, N, K, a_lead_vecs, b_lead_vecs, c_lead_vecs,
     a_lead = a_lead_vecs * ALIGN
     b_lead = b_lead_vecs * ALIGN
     c_lead = c_lead_vecs * ALIGN
-    split_stride = split_vecs.to(tl.int64) * ALIGN
+    split_stride = tl.cast(split_vecs, tl.int64) * ALIGN  # tl.cast: a value of 1 arrives as a constexpr int
     m0 = pid_m * BLOCK_M
     n0 = pid_n * BLOCK_N
     k0 = split * k_tiles_per_split * BLOCK_K
