@@ -23,8 +23,8 @@ def _run(cmd: list[str], cwd=None) -> str | None:
 
 
 def git_state() -> tuple[str | None, bool | None]:
-    """(commit, dirty). The environment wins: a copy of the tree may lack .git or belong to another user, so the
-    CUDA_PORTFOLIO_GIT_COMMIT (and CUDA_PORTFOLIO_GIT_DIRTY=0/1) can name the commit explicitly."""
+    """(commit, dirty). CUDA_PORTFOLIO_GIT_COMMIT (and CUDA_PORTFOLIO_GIT_DIRTY=0/1) win when set, for
+    copies of the tree without .git; otherwise git is asked (also for a tree owned by another user)."""
     if os.environ.get(COMMIT_ENV):
         dirty = os.environ.get(DIRTY_ENV)
         return os.environ[COMMIT_ENV], (dirty == "1") if dirty in ("0", "1") else None
