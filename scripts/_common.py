@@ -39,6 +39,24 @@ class OpUnavailable(RuntimeError):
 
 # ----------------------------------------------------------------------------- arguments
 
+def add_case_arguments(parser) -> None:
+    """--op, --dtype and --shape, the same in every script that runs one case."""
+    parser.add_argument("--op", required=True, choices=OPS)
+    parser.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
+    parser.add_argument("--shape", help="ROWSxCOLS (copy, softmax) or MxNxK (matmul); default 1024x1024(x1024)")
+
+
+def case_dtype_and_shape(parser, args) -> tuple[torch.dtype, tuple[int, ...]]:
+    """The parsed --dtype and --shape (the op's default shape when none is given); bad values end
+    the script through parser.error."""
+    try:
+        dtype = parse_dtype(args.dtype)
+        shape = parse_shape(args.shape, args.op) if args.shape else DEFAULT_SHAPES[args.op]
+    except ValueError as exc:
+        parser.error(str(exc))
+    return dtype, shape
+
+
 def parse_dtype(name: str) -> torch.dtype:
     key = DTYPE_ALIASES.get(name.lower(), name.lower())
     if key not in DTYPES:

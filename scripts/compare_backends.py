@@ -51,20 +51,14 @@ PROFILE_SCRIPT = Path(__file__).resolve().parent / "profile_kernel.py"
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--op", required=True, choices=common.OPS)
-    parser.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
-    parser.add_argument("--shape", help="ROWSxCOLS (copy, softmax) or MxNxK (matmul); default 1024x1024(x1024)")
+    common.add_case_arguments(parser)
     parser.add_argument("--plan", default="auto", help="softmax plan / matmul kernel (default: each backend's choice)")
     parser.add_argument("--direction", default="fwd", choices=common.DIRECTIONS, help="softmax only")
     parser.add_argument("--ncu", help="path of ncu (default: found on PATH or in CUDA_HOME/bin)")
     parser.add_argument("--results-dir", type=Path, default=common.RESULTS_LOCAL,
                         help="where reports, CSV and diagnostics go (default results/local)")
     args = parser.parse_args(argv)
-    try:
-        dtype = common.parse_dtype(args.dtype)
-        shape = common.parse_shape(args.shape, args.op) if args.shape else common.DEFAULT_SHAPES[args.op]
-    except ValueError as exc:
-        parser.error(str(exc))
+    dtype, shape = common.case_dtype_and_shape(parser, args)
     args.results_dir.mkdir(parents=True, exist_ok=True)
     stem = (f"compare-{args.op}-{args.direction}-{common.dtype_name(dtype)}-{common.shape_text(shape)}-"
             f"{time.strftime('%Y%m%d-%H%M%S')}")

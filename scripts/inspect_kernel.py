@@ -58,18 +58,15 @@ What to look for (PTX is virtual ISA; SASS is what the GPU runs):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--op", required=True, choices=common.OPS)
+    common.add_case_arguments(parser)
     parser.add_argument("--output", required=True, type=Path, help="folder for every stage and resources.json")
     parser.add_argument("--backend", default="both", choices=("cuda", "triton", "both"))
     parser.add_argument("--arch", default="sm_90a", help="target for compiling ahead of time (default sm_90a)")
-    parser.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
-    parser.add_argument("--shape", help="ROWSxCOLS (copy, softmax) or MxNxK (matmul); default 1024x1024(x1024)")
     parser.add_argument("--plan", default="auto", help="softmax plan / matmul kernel to validate and (on a GPU) "
                         "inspect for Triton; default: the one the backend picks for --shape")
     args = parser.parse_args(argv)
+    dtype, shape = common.case_dtype_and_shape(parser, args)
     try:
-        dtype = common.parse_dtype(args.dtype)
-        shape = common.parse_shape(args.shape, args.op) if args.shape else common.DEFAULT_SHAPES[args.op]
         arch_digits, _ = parse_arch(args.arch)
     except ValueError as exc:
         parser.error(str(exc))

@@ -20,20 +20,14 @@ import _common as common
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--op", required=True, choices=common.OPS)
+    common.add_case_arguments(parser)
     parser.add_argument("--backend", default="both", choices=("cuda", "triton", "both"))
-    parser.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
-    parser.add_argument("--shape", help="ROWSxCOLS (copy, softmax) or MxNxK (matmul); default 1024x1024(x1024)")
     parser.add_argument("--plan", default="auto",
                         help="softmax plan / matmul kernel: a name, 'auto' (the backend's choice) or 'all'")
     parser.add_argument("--direction", default="fwd", choices=("fwd", "bwd", "both"), help="softmax only")
     parser.add_argument("--iters", type=int, default=10, help="launches per variant inside the range (default 10)")
     args = parser.parse_args(argv)
-    try:
-        dtype = common.parse_dtype(args.dtype)
-        shape = common.parse_shape(args.shape, args.op) if args.shape else common.DEFAULT_SHAPES[args.op]
-    except ValueError as exc:
-        parser.error(str(exc))
+    dtype, shape = common.case_dtype_and_shape(parser, args)
     if args.iters < 1:
         parser.error("--iters must be >= 1")
     common.exit_without_gpu("profile_kernel.py")
