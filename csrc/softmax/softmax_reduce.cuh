@@ -5,13 +5,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "common/numeric.cuh"
 
 namespace cp::softmax_detail {
 
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kNegInf = -__builtin_huge_valf();
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();  // portable (MSVC host pass too)
 
 // A thread keeps at most this many fp32 values of one tile in registers (all operands together:
 // forward holds x, backward holds y and dy), so 1024-thread blocks stay within 64 registers.
