@@ -56,6 +56,14 @@ class ExecutableCliTest(unittest.TestCase):
         self.assertEqual([int(l.split()[0]) for l in lines], list(range(1, len(lines) + 1)))
         self.assertIn("copy_masked", r.stdout)
 
+    def test_documented_launch_order_for_ncu(self):
+        """README / docs/profiling.md: six small softmax_parallel cases, then the 1024x1024 fp32
+        forward as the 7th launch, so `--launch-skip 6` selects it with or without the name filter."""
+        lines = self.run_exe("--list").stdout.splitlines()
+        kernels = [line.split()[1] for line in lines]
+        self.assertTrue(all("softmax_parallel" in k and k.endswith("_fwd") for k in kernels[:7]), kernels[:7])
+        self.assertIn("float32 1024x1024", lines[6])
+
     def test_bad_argument_exits_2_with_message(self):
         r = self.run_exe("--no-such-flag")
         self.assertEqual(r.returncode, 2)
