@@ -1,5 +1,5 @@
 """CPU tier: the end-to-end example trains like its PyTorch twin (Triton kernels under the
-interpreter; the same script runs on a GPU with both backends)."""
+interpreter; the script is meant for a GPU too, not yet run there)."""
 import importlib.util
 import unittest
 from pathlib import Path
