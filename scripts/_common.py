@@ -18,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from cuda_portfolio._backends import compiled_gpu_unavailable
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_LOCAL = REPO_ROOT / "results" / "local"
 OPS = ("copy", "softmax", "matmul")
@@ -92,11 +94,7 @@ def backends_arg(value: str) -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- environment
 
 def gpu_unavailable_reason() -> str | None:
-    if os.environ.get("TRITON_INTERPRET", "0") == "1":
-        return "TRITON_INTERPRET=1 is set: profiling and sanitizing need compiled kernels on a GPU; unset it"
-    if not torch.cuda.is_available():
-        return f"no CUDA device visible to torch {torch.__version__}"
-    return None
+    return compiled_gpu_unavailable("profiling and sanitizing")
 
 
 def exit_without_gpu(script: str) -> None:

@@ -10,15 +10,13 @@ import unittest
 
 import torch
 
+from cuda_portfolio._backends import compiled_gpu_unavailable
+
 REQUIRE_GPU = os.environ.get("KERNEL_REQUIRE_GPU", "0") == "1"
 
 
 def gpu_unavailable_reason() -> str | None:
-    if not torch.cuda.is_available():
-        return f"no CUDA device visible to torch {torch.__version__}"
-    if os.environ.get("TRITON_INTERPRET", "0") == "1":
-        return "TRITON_INTERPRET=1 is set: the GPU tier runs compiled Triton kernels; unset it"
-    return None
+    return compiled_gpu_unavailable("the GPU tier's tests")
 
 
 class GpuTestCase(unittest.TestCase):

@@ -21,6 +21,17 @@ def triton_interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
+def compiled_gpu_unavailable(purpose: str) -> str | None:
+    """Why this process cannot run compiled kernels on a GPU, or None. `purpose` names what
+    needs them ("benchmarks", "the GPU tier", ...) for the message."""
+    if triton_interpreting():
+        return f"TRITON_INTERPRET=1 is set: {purpose} need compiled kernels on a GPU; unset it"
+    if not torch.cuda.is_available():
+        return (f"no CUDA device visible to torch {torch.__version__} (CUDA {torch.version.cuda}); "
+                f"{purpose} need a GPU")
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def _native_import():
     """(module or None, reason)."""

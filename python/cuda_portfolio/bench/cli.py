@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
 
 import torch
 
+from .._backends import compiled_gpu_unavailable
 from .case import OURS
 from .shapes import parse_dtypes, shape_text, shapes_for
 
@@ -80,15 +80,6 @@ def case_specs(args) -> list[tuple]:
     return specs
 
 
-def gpu_refusal() -> str | None:
-    """Why this process cannot benchmark, or None."""
-    if os.environ.get("TRITON_INTERPRET", "0") == "1":
-        return "TRITON_INTERPRET=1 is set: benchmarks time compiled kernels on a GPU; unset it"
-    if not torch.cuda.is_available():
-        return f"no CUDA device visible to torch {torch.__version__} (CUDA {torch.version.cuda}); benchmarks need a GPU"
-    return None
-
-
 def _progress(specs):
     """(index, spec) pairs with a tqdm bar when tqdm is installed, else one stderr line per case."""
     try:
@@ -142,7 +133,7 @@ def run(args, command: str) -> dict:
 def main(argv=None, prog: str = "cuda_portfolio.bench") -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv, prog)
-    refusal = gpu_refusal()
+    refusal = compiled_gpu_unavailable("benchmarks")
     if refusal is not None:
         print(f"benchmark: {refusal}", file=sys.stderr)
         return 3
