@@ -21,6 +21,7 @@ class AotSpec(NamedTuple):
     fn: object
     signature: dict
     constexprs: dict
+    options: dict = {}  # launch options the kernel really runs with: num_warps, num_stages
 
 
 def parse_arch(arch: str) -> tuple[int, int]:
@@ -42,7 +43,7 @@ def compile_spec(spec: AotSpec, arch: str = "sm_90a"):
     pointer_args = [i for i, t in enumerate(spec.signature.values()) if t.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointer_args}
     source = ASTSource(fn=spec.fn, signature=spec.signature, constexprs=spec.constexprs, attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", capability, warp_size))
+    return triton.compile(source, target=GPUTarget("cuda", capability, warp_size), options=dict(spec.options))
 
 
 def all_specs(dtype: torch.dtype, ops=OP_MODULES) -> list[AotSpec]:

@@ -406,13 +406,14 @@ def aot_specs(dtype: torch.dtype):
                        "a_lead_vecs": "i32", "b_lead_vecs": "i32", "c_lead_vecs": "i32", "split_vecs": "i32",
                        "k_tiles_per_split": "i32", "A_K_CONTIGUOUS": "constexpr", "B_N_CONTIGUOUS": "constexpr",
                        "ALIGN": "constexpr", **{name: "constexpr" for name in tile}}
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     tiled = AotSpec("matmul_tiled_kernel", matmul_tiled_kernel, tiled_signature,
-                    {"A_K_CONTIGUOUS": True, "B_N_CONTIGUOUS": True, "ALIGN": align, **tile})
+                    {"A_K_CONTIGUOUS": True, "B_N_CONTIGUOUS": True, "ALIGN": align, **tile}, options)
     desc = functools.partial("tensordesc<{}[{}, {}]>".format, t)
     persistent_signature = {"a_desc": desc(config.block_m, block_k), "b_desc": desc(block_k, config.block_n),
                             "c_desc": desc(config.block_m, config.block_n), "M": "i32", "N": "i32", "K": "i32",
                             "A_K_CONTIGUOUS": "constexpr", "B_N_CONTIGUOUS": "constexpr", "NUM_PROGRAMS": "constexpr",
                             **{name: "constexpr" for name in tile}}
     persistent = AotSpec("matmul_persistent_tma_kernel", matmul_persistent_tma_kernel, persistent_signature,
-                         {"A_K_CONTIGUOUS": True, "B_N_CONTIGUOUS": True, "NUM_PROGRAMS": 132, **tile})
+                         {"A_K_CONTIGUOUS": True, "B_N_CONTIGUOUS": True, "NUM_PROGRAMS": 132, **tile}, options)
     return [tiled, persistent]

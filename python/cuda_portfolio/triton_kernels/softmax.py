@@ -396,28 +396,28 @@ def aot_specs(dtype: torch.dtype):
     stream = launch_config("block_online", dtype, 1 << 20)
     chunk_args = {"chunks": "i64", "chunk_cols": "i64"}
     specs = []
-    for name, fn, sig, consts in (
+    for name, fn, sig, consts, config in (
         ("softmax_fwd_warp_per_row_kernel", softmax_fwd_warp_per_row_kernel, fwd,
-         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}),
+         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp),
         ("softmax_bwd_warp_per_row_kernel", softmax_bwd_warp_per_row_kernel, bwd,
-         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}),
-        ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd, {"BLOCK_N": block.block_n}),
-        ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, bwd, {"BLOCK_N": block.block_n}),
-        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd, {"BLOCK_N": stream.block_n}),
-        ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd, {"BLOCK_N": stream.block_n}),
+         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp),
+        ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd, {"BLOCK_N": block.block_n}, block),
+        ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, bwd, {"BLOCK_N": block.block_n}, block),
+        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd, {"BLOCK_N": stream.block_n}, stream),
+        ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd, {"BLOCK_N": stream.block_n}, stream),
         ("softmax_fwd_split_row_stats_kernel", softmax_fwd_split_row_stats_kernel,
          {"x_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "cols": "i32", "x_row_stride": "i64", **chunk_args},
-         {"BLOCK_N": stream.block_n}),
+         {"BLOCK_N": stream.block_n}, stream),
         ("softmax_fwd_split_row_normalize_kernel", softmax_fwd_split_row_normalize_kernel,
          {"x_ptr": ptr, "y_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "cols": "i32", "x_row_stride": "i64",
-          "y_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n, "CHUNKS_P2": 256}),
+          "y_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n, "CHUNKS_P2": 256}, stream),
         ("softmax_bwd_split_row_dot_kernel", softmax_bwd_split_row_dot_kernel,
          {"y_ptr": ptr, "dy_ptr": ptr, "dot_ptr": "*fp32", "cols": "i32", "y_row_stride": "i64",
-          "dy_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n}),
+          "dy_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n}, stream),
         ("softmax_bwd_split_row_grad_kernel", softmax_bwd_split_row_grad_kernel,
          {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "cols": "i32", "y_row_stride": "i64",
-          "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n, "CHUNKS_P2": 256}),
+          "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n, "CHUNKS_P2": 256}, stream),
     ):
         signature = dict(sig, **{k: "constexpr" for k in consts})
-        specs.append(AotSpec(name, fn, signature, consts))
+        specs.append(AotSpec(name, fn, signature, consts, {"num_warps": config.num_warps}))
     return specs
