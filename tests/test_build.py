@@ -1,7 +1,13 @@
 """CPU tier: the package installs, imports, reports its backends, and ships the executable."""
+import importlib.util
+import os
 import shutil
 import subprocess
+import sys
+import tempfile
 import unittest
+import zipfile
+from pathlib import Path
 
 import torch
 
@@ -35,6 +41,40 @@ class BuildTest(unittest.TestCase):
         ok, reason = cp.available_backends()["cuda"]
         self.assertFalse(ok)
         self.assertRegex(reason, "no CUDA device|nvcc|failed to import")
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@unittest.skipUnless(importlib.util.find_spec("scikit_build_core") and importlib.util.find_spec("pybind11"),
+                     "needs scikit-build-core and pybind11 installed (an offline build)")
+class BuildWithoutNvccTest(unittest.TestCase):
+    def test_wheel_without_nvcc_is_triton_only_and_says_why(self):
+        """DESIGN: without nvcc the install still succeeds, the native module is absent and
+        available_backends() gives the reason (read from the marker the build ships)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, CUDACXX=os.path.join(tmp, "no-nvcc-here"),
+                       PATH=os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                            if not (Path(p) / "nvcc").exists()))
+            env.pop("CUDA_PORTFOLIO_REQUIRE_CUDA", None)
+            r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", tmp,
+                                "--config-settings", f"build-dir={tmp}/build", str(REPO)],
+                               capture_output=True, text=True, env=env, timeout=900)
+            self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+            (wheel,) = Path(tmp).glob("cuda_portfolio-*.whl")
+            names = zipfile.ZipFile(wheel).namelist()
+            self.assertIn("cuda_portfolio/NATIVE_UNAVAILABLE.txt", names)
+            self.assertFalse([n for n in names if "_native" in n], names)
+            site = Path(tmp) / "site"
+            zipfile.ZipFile(wheel).extractall(site)
+            probe = ("import sys; sys.path.insert(0, sys.argv[1]); import cuda_portfolio as cp; "
+                     "assert cp.__file__.startswith(sys.argv[1]), cp.__file__; print(cp.available_backends()['cuda'])")
+            # -S: no .pth files, so an editable install of the project cannot shadow the wheel.
+            site_packages = [p for p in sys.path if p.endswith("site-packages")]
+            r = subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path += {site_packages!r}; " + probe,
+                                str(site)], capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            self.assertIn("(False, 'the package was built without nvcc", r.stdout)
 
 
 @unittest.skipUnless(EXE, "the cuda_portfolio executable is not on PATH")
