@@ -1,6 +1,7 @@
 // block_per_row: medium rows (cols <= 32768). One block per row; each thread keeps up to 32 fp32
 // values of the row in registers (16-byte units k * threads + tid); the block is sized so the
-// whole row is one tile (about 256 threads, up to 1024 for the longest rows). One shuffle +
+// whole row is one tile (about 256 threads for fp32 and 128 for 16-bit types, so a thread has the
+// same bytes in flight in every dtype; up to 1024 threads for the longest rows). One shuffle +
 // shared-memory reduction per row: (max, sum) combined in a single pass for forward, the dot
 // product for backward.
 // Bound: DRAM bytes, one read + one write per element (forward 2x, backward 3x the tensor size).
@@ -17,7 +18,8 @@ namespace cp::softmax_detail {
 namespace {
 
 constexpr int kMaxThreads = 1024;
-constexpr int kTargetThreads = 256;  // prefer deeper tiles (more loads in flight) over wider blocks
+// Preferred threads per row for fp32 (16-bit types: half): deeper tiles, more loads in flight.
+constexpr int kTargetThreadsFp32 = 256;
 
 template <typename T, int kVecs>
 __global__ __launch_bounds__(kMaxThreads) void softmax_parallel_block_per_row_fwd(
@@ -47,7 +49,8 @@ struct BlockShape {
 template <typename T>
 BlockShape block_shape(std::int64_t cols, int operands) {
   const std::int64_t units = (cols + vec_width<T>() - 1) / vec_width<T>();
-  const int depth = tile_depth(units, kTargetThreads, max_vecs<T>(operands));
+  const int target_threads = kTargetThreadsFp32 * static_cast<int>(sizeof(T)) / 4;
+  const int depth = tile_depth(units, target_threads, max_vecs<T>(operands));
   const std::int64_t lanes = (units + depth - 1) / depth;
   return {depth, static_cast<int>(std::min<std::int64_t>(kMaxThreads, (lanes + 31) / 32 * 32))};
 }

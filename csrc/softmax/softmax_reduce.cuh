@@ -65,12 +65,20 @@ __device__ __forceinline__ MaxSum shfl_xor(MaxSum v, int mask) {
   return {shfl_xor(v.max, mask), shfl_xor(v.sum, mask)};
 }
 
-// Butterfly over the 32 lanes: every lane returns the warp's total.
+// Butterfly over aligned groups of kLanes lanes (a power of two <= 32): every lane returns its
+// group's total. All 32 lanes of the warp must call it (full-mask shuffles).
+template <int kLanes, typename V>
+__device__ __forceinline__ V lane_group_reduce(V v) {
+  static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "kLanes: a power of two <= 32");
+#pragma unroll
+  for (int mask = kLanes / 2; mask > 0; mask >>= 1) v = combine(v, shfl_xor(v, mask));
+  return v;
+}
+
+// Every lane returns the warp's total.
 template <typename V>
 __device__ __forceinline__ V warp_reduce(V v) {
-#pragma unroll
-  for (int mask = 16; mask > 0; mask >>= 1) v = combine(v, shfl_xor(v, mask));
-  return v;
+  return lane_group_reduce<32>(v);
 }
 
 // Every thread of the block returns the block's total. Each thread combines the per-warp

@@ -104,11 +104,12 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
   }
 }
 
-// Scope for a row owned by one warp.
-struct WarpScope {
+// Scope for a row owned by an aligned group of kLanes lanes of one warp (kLanes = 32: the warp).
+template <int kLanes>
+struct LaneGroupScope {
   template <typename V>
   __device__ __forceinline__ V reduce(V v) const {
-    return warp_reduce(v);
+    return lane_group_reduce<kLanes>(v);
   }
 };
 
