@@ -1,8 +1,10 @@
 """cuda_portfolio: row-wise softmax and GEMM for PyTorch in native CUDA and Triton.
 
     import cuda_portfolio as cp
-    cp.available_backends()   # {"cuda": (bool, reason), "triton": (bool, reason)}
-    cp.copy(x, backend="auto")
+    cp.available_backends()                            # {"cuda": (bool, reason), "triton": (bool, reason)}
+    cp.softmax(x, dim=-1, backend="auto", plan="auto")  # differentiable; cp.softmax_plans(backend)
+    cp.matmul(a, b, backend="auto", kernel="auto")      # differentiable; cp.matmul_kernels(backend)
+    cp.copy(x, backend="auto")                         # the bounds-checked copy (the first op wired end to end)
 """
 from ._backends import available_backends
 from .copy import copy
