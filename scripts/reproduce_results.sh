@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Regenerate the committed evidence on a GPU machine, one command per group of results:
+#   bash scripts/reproduce_results.sh OUT_DIR [bench] [sanitizer] [ncu]      (default: all three)
+# bench:     the reference benchmarks (results/README.md): softmax full preset, fp32+bf16, fwd+bwd,
+#            every plan; GEMM full preset, bf16+fp16, every kernel; JSON + PNG each.
+# sanitizer: compute-sanitizer memcheck over the executable and the smoke run of every
+#            variant (allocator cache off), racecheck/initcheck/synccheck over the smoke run, and
+#            both negative controls (which must report an invalid global write).
+# ncu:       compare_backends.py for softmax and matmul (counters of both backends side by side).
+# Assumes the package is installed (scripts/gpu_check.sh does it). Every step has a time limit
+# (STEP_TIMEOUT seconds, default 900), keeps its full log in OUT_DIR and contributes one summary
+# line, printed last. Profiled and sanitized runs are never used for timing.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT_DIR=${1:?usage: reproduce_results.sh OUT_DIR [bench] [sanitizer] [ncu]}
+shift
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=(bench sanitizer ncu)
+STEP_TIMEOUT=${STEP_TIMEOUT:-900}
+PY=${PYTHON:-python3}
+mkdir -p "$OUT_DIR"
+summary=()
+
+step() {  # step NAME PATTERN CMD...: run with the time limit into OUT_DIR/NAME.log; PATTERN picks the summary lines
+  local name=$1 pattern=$2
+  shift 2
+  echo "=== $name: $*"
+  timeout "$STEP_TIMEOUT" "$@" > "$OUT_DIR/$name.log" 2>&1
+  local rc=$?
+  local lines
+  lines=$(grep -E "$pattern" "$OUT_DIR/$name.log" | sort | uniq -c | tail -n 4 | tr -s ' ' | tr '\n' ';')
+  summary+=("$name (rc=$rc): ${lines:-$(tail -n 1 "$OUT_DIR/$name.log")}")
+}
+
+for group in "${groups[@]}"; do
+  case $group in
+    bench)
+      step bench-softmax "^results: |A/A control" $PY -m cuda_portfolio.bench --op softmax --shapes full \
+        --dtype fp32,bf16 --direction both --plans all --json "$OUT_DIR/softmax.json" --plot "$OUT_DIR/softmax.png"
+      step bench-matmul "^results: |A/A control" $PY -m cuda_portfolio.bench --op matmul --shapes full \
+        --dtype bf16,fp16 --plans all --json "$OUT_DIR/matmul.json" --plot "$OUT_DIR/matmul.png"
+      ;;
+    sanitizer)
+      export PYTORCH_NO_CUDA_MEMORY_CACHING=1  # with the cache on, a stray write can land in another tensor unseen
+      step memcheck-executable "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool memcheck cuda_portfolio --test-only
+      for tool in memcheck racecheck initcheck synccheck; do
+        step "$tool-smoke" "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool "$tool" $PY scripts/sanitizer_smoke.py
+      done
+      step negative-control-executable "Invalid __global__ write|ERROR SUMMARY" \
+        compute-sanitizer --tool memcheck cuda_portfolio --negative-control
+      step negative-control-python "Invalid __global__ write|ERROR SUMMARY" \
+        compute-sanitizer --tool memcheck $PY scripts/sanitizer_smoke.py --negative-control
+      unset PYTORCH_NO_CUDA_MEMORY_CACHING
+      ;;
+    ncu)
+      for op in softmax matmul; do
+        step "compare-$op" "." $PY scripts/compare_backends.py --op "$op" --results-dir "$OUT_DIR"
+      done
+      ;;
+    *)
+      echo "unknown group '$group' (bench, sanitizer, ncu)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+echo
+echo "=== summary (logs in $OUT_DIR)"
+printf '%s\n' "${summary[@]}"
