@@ -7,7 +7,8 @@
 // past the matrix edge, so any M, N, K). Warpgroups 1 and 2 are consumers (setmaxnreg 232):
 // each owns 64 rows of the 128x256 output tile, 128 fp32 accumulators per thread, and per
 // K block waits on `full`, issues 4 wgmma.m64n256k16 reading both operands from shared
-// memory through matrix descriptors, waits for them and releases the stage (`empty`).
+// memory through matrix descriptors, and keeps that group in flight while it waits for the next
+// stage: the previous group's completion (wgmma.wait_group 1) releases the previous stage (`empty`).
 // Each operand may be K-major or MN-major (row- or column-major in memory, no copy): the
 // tensor map's box and the descriptor's strides follow the layout and the wgmma transpose
 // bit says which. Persistent: grid = min(#SMs, work units), units visited in grouped order
@@ -106,7 +107,17 @@ __device__ __forceinline__ std::uint64_t make_desc(const void* tile, std::uint32
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// Waits until at most kPending committed wgmma groups are still running.
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Tells the compiler the accumulators change here, so no read of them moves above a wait.
+__device__ __forceinline__ void fence_accumulators(float (&acc)[128]) {
+#pragma unroll
+  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
 
 // D(64x256, fp32) += A(64x16) * B(16x256), both from shared memory. kTransA / kTransB = 1 when
 // that operand is MN-major in shared memory.
@@ -227,6 +238,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const WorkUnit w = work_unit(p, unit);
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    int held = -1;  // the stage the wgmma group still in flight reads
     for (int kb = w.kb_begin; kb < w.kb_end; ++kb) {
       mbar_wait(&full[stage], phase);
       const unsigned char* a_tile = smem + stage * kStageBytes;
@@ -245,10 +257,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_m64n256k16<T, kAMnMajor ? 1 : 0, kBMnMajor ? 1 : 0>(acc, da, db);
       }
       wgmma_commit();
-      wgmma_wait_all();
-      if (lane == 0) mbar_arrive(&empty[stage]);
+      // Keep this K block's group in flight while the next stage is awaited: only the previous
+      // group must be done, and its stage goes back to the producer.
+      wgmma_wait<1>();
+      if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
+      held = stage;
       if (++stage == kStages) stage = 0, phase ^= 1;
     }
+    wgmma_wait<0>();
+    fence_accumulators(acc);
+    if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
 
     // Fragment layout of wgmma's D: warp w holds rows 16w..16w+15; per 8-column block j,
     // acc[4j + {0,1}] = (row g, cols 8j + 2q + {0,1}), acc[4j + {2,3}] = (row g + 8, same).
