@@ -47,8 +47,8 @@ struct BlockShape {
 };
 
 template <typename T>
-BlockShape block_shape(std::int64_t cols, int operands) {
-  const std::int64_t units = (cols + vec_width<T>() - 1) / vec_width<T>();
+BlockShape block_shape(std::int64_t span, int operands) {  // span: see tile_span
+  const std::int64_t units = (span + vec_width<T>() - 1) / vec_width<T>();
   const int target_threads = kTargetThreadsFp32 * static_cast<int>(sizeof(T)) / 4;
   const int depth = tile_depth(units, target_threads, max_vecs<T>(operands));
   const std::int64_t lanes = (units + depth - 1) / depth;
@@ -59,7 +59,7 @@ BlockShape block_shape(std::int64_t cols, int operands) {
 
 void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const BlockShape shape = block_shape<T>(op.cols, 1);
+    const BlockShape shape = block_shape<T>(tile_span<T>(op.cols, op.aligned), 1);
     dispatch_vecs<T, 1>(shape.depth, [&](auto depth) {
       softmax_parallel_block_per_row_fwd<T, decltype(depth)::value>
           <<<static_cast<unsigned>(op.rows), shape.threads, 0, ctx.stream>>>(
@@ -72,7 +72,7 @@ void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx) {
 
 void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const BlockShape shape = block_shape<T>(op.cols, 2);
+    const BlockShape shape = block_shape<T>(tile_span<T>(op.cols, op.aligned), 2);
     dispatch_vecs<T, 2>(shape.depth, [&](auto depth) {
       softmax_parallel_block_per_row_bwd<T, decltype(depth)::value>
           <<<static_cast<unsigned>(op.rows), shape.threads, 0, ctx.stream>>>(

@@ -86,15 +86,16 @@ struct ClusterShape {
 
 // Smallest cluster whose slices fit one tile of kTargetThreads threads; the longest rows take
 // 8 CTAs of up to 1024 threads (and more tiles past that).
+// Misaligned rows (not `aligned`) get W - 1 elements of slack per slice (tile_span).
 template <typename T>
-ClusterShape cluster_shape(std::int64_t cols, int operands) {
+ClusterShape cluster_shape(std::int64_t cols, bool aligned, int operands) {
   constexpr int W = vec_width<T>();
   const int depth = max_vecs<T>(operands);
   int cluster = 2;
   while (cluster < kMaxCluster && (cols + cluster - 1) / cluster > static_cast<std::int64_t>(kTargetThreads) * depth * W)
     cluster *= 2;
   const std::int64_t slice_len = ((cols + cluster - 1) / cluster + W - 1) / W * W;
-  const std::int64_t lanes = (slice_len / W + depth - 1) / depth;
+  const std::int64_t lanes = ((tile_span<T>(slice_len, aligned) + W - 1) / W + depth - 1) / depth;
   const int threads = static_cast<int>(std::min<std::int64_t>(kMaxThreads, (lanes + 31) / 32 * 32));
   return {cluster, depth, threads, slice_len};
 }
@@ -132,7 +133,7 @@ std::string cluster_split_row_unsupported(int device) {
 
 void cluster_split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const ClusterShape s = cluster_shape<T>(op.cols, 1);
+    const ClusterShape s = cluster_shape<T>(op.cols, op.aligned, 1);
     dispatch_vecs<T, 1>(s.depth, [&](auto depth) {
       launch_cluster(softmax_parallel_cluster_split_row_fwd<T, decltype(depth)::value>, s, op.rows, ctx.stream,
                      static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
@@ -143,7 +144,7 @@ void cluster_split_row_forward(const RowOperands& op, const LaunchContext& ctx) 
 
 void cluster_split_row_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const ClusterShape s = cluster_shape<T>(op.cols, 2);
+    const ClusterShape s = cluster_shape<T>(op.cols, op.aligned, 2);
     dispatch_vecs<T, 2>(s.depth, [&](auto depth) {
       launch_cluster(softmax_parallel_cluster_split_row_bwd<T, decltype(depth)::value>, s, op.rows, ctx.stream,
                      static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,

@@ -1,6 +1,6 @@
 // Building blocks shared by every softmax_parallel kernel: NaN-propagating max, the (max, sum)
 // partial statistics and their combine, warp/block reductions, and 16-byte vector loads/stores
-// with a scalar fallback for misaligned rows and the ragged end of a row.
+// with a scalar fallback for misaligned units and the ragged ends of a row.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -103,27 +103,34 @@ struct alignas(16) Vec {
   T e[vec_width<T>()];
 };
 
-// Elements [i, i + W) of `row` as floats; those at or past `end` read as `fill`. One 16-byte
-// load when the row is aligned and the unit is whole, element loads otherwise.
+// Elements of T between the 16-byte boundary at or below p and p itself.
 template <typename T>
-__device__ __forceinline__ void load_vec(const T* __restrict__ row, std::int64_t i, std::int64_t end, bool aligned,
-                                         float fill, float (&out)[vec_width<T>()]) {
+__device__ __forceinline__ int misalignment(const T* p) {
+  return static_cast<int>((reinterpret_cast<std::uintptr_t>(p) & 15) / sizeof(T));
+}
+
+// Elements [i, i + W) of `row` as floats; those before `lo` or at or past `end` read as `fill`.
+// One 16-byte load when the unit is whole and `vectors` (the caller knows the unit is 16-byte
+// aligned), element loads otherwise.
+template <typename T>
+__device__ __forceinline__ void load_vec(const T* __restrict__ row, std::int64_t i, std::int64_t lo, std::int64_t end,
+                                         bool vectors, float fill, float (&out)[vec_width<T>()]) {
   constexpr int W = vec_width<T>();
-  if (aligned && i + W <= end) {
+  if (vectors && i >= lo && i + W <= end) {
     const Vec<T> v = *reinterpret_cast<const Vec<T>*>(row + i);
 #pragma unroll
     for (int j = 0; j < W; ++j) out[j] = to_float(v.e[j]);
   } else {
 #pragma unroll
-    for (int j = 0; j < W; ++j) out[j] = i + j < end ? to_float(row[i + j]) : fill;
+    for (int j = 0; j < W; ++j) out[j] = i + j >= lo && i + j < end ? to_float(row[i + j]) : fill;
   }
 }
 
 template <typename T>
-__device__ __forceinline__ void store_vec(T* __restrict__ row, std::int64_t i, std::int64_t end, bool aligned,
-                                          const float (&in)[vec_width<T>()]) {
+__device__ __forceinline__ void store_vec(T* __restrict__ row, std::int64_t i, std::int64_t lo, std::int64_t end,
+                                          bool vectors, const float (&in)[vec_width<T>()]) {
   constexpr int W = vec_width<T>();
-  if (aligned && i + W <= end) {
+  if (vectors && i >= lo && i + W <= end) {
     Vec<T> v;
 #pragma unroll
     for (int j = 0; j < W; ++j) v.e[j] = from_float<T>(in[j]);
@@ -131,7 +138,7 @@ __device__ __forceinline__ void store_vec(T* __restrict__ row, std::int64_t i, s
   } else {
 #pragma unroll
     for (int j = 0; j < W; ++j)
-      if (i + j < end) row[i + j] = from_float<T>(in[j]);
+      if (i + j >= lo && i + j < end) row[i + j] = from_float<T>(in[j]);
   }
 }
 

@@ -7,7 +7,13 @@
 // (k < kVecs), so a warp's loads are contiguous. When the segment is a single tile it stays in
 // registers across the reduction and DRAM sees one read + one write. Longer segments are read
 // twice (statistics pass, then the output pass), the second read hopefully from L1/L2.
+// Misaligned rows (odd row lengths, storage offsets): tiles start at the 16-byte boundary of the
+// first input at or below `begin`, the elements before `begin` masked, so every whole unit of
+// that input is still one 16-byte access; the other operands take 16-byte accesses when they sit
+// at the same offset from a 16-byte boundary (the usual case for tensors of one shape), element
+// accesses otherwise.
 #pragma once
+#include <limits>
 #include <type_traits>
 
 #include "softmax/softmax_reduce.cuh"
@@ -19,22 +25,45 @@ struct Tile {
   static constexpr int W = vec_width<T>();
   float v[kVecs][W];
 
-  __device__ __forceinline__ void load(const T* __restrict__ row, std::int64_t tile_begin, std::int64_t end, int lane,
-                                       int lanes, bool aligned, float fill) {
+  // Only a thread's first unit can start before `begin` (tiles start at most W - 1 elements
+  // early); later units get no lower bound, which the compiler folds away.
+  static __device__ __forceinline__ std::int64_t unit_lo(int k, std::int64_t lo) {
+    return k == 0 ? lo : std::numeric_limits<std::int64_t>::min();
+  }
+
+  // Units of the tile at tile_begin; elements outside [begin, end) read as `fill`. `vectors`:
+  // row + tile_begin is 16-byte aligned, so every whole unit is one 16-byte access.
+  __device__ __forceinline__ void load(const T* __restrict__ row, std::int64_t tile_begin, std::int64_t begin,
+                                       std::int64_t end, int lane, int lanes, bool vectors, float fill) {
     // Offsets relative to this thread's first unit: one 64-bit base, small per-unit steps.
     const std::int64_t first = tile_begin + static_cast<std::int64_t>(lane) * W;
     const std::int64_t step = static_cast<std::int64_t>(lanes) * W;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) load_vec(row + first, k * step, end - first, aligned, fill, v[k]);
+    for (int k = 0; k < kVecs; ++k) load_vec(row + first, k * step, unit_lo(k, begin - first), end - first, vectors, fill, v[k]);
   }
-  __device__ __forceinline__ void store(T* __restrict__ row, std::int64_t tile_begin, std::int64_t end, int lane,
-                                        int lanes, bool aligned) const {
+  __device__ __forceinline__ void store(T* __restrict__ row, std::int64_t tile_begin, std::int64_t begin,
+                                        std::int64_t end, int lane, int lanes, bool vectors) const {
     const std::int64_t first = tile_begin + static_cast<std::int64_t>(lane) * W;
     const std::int64_t step = static_cast<std::int64_t>(lanes) * W;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) store_vec(row + first, k * step, end - first, aligned, v[k]);
+    for (int k = 0; k < kVecs; ++k) store_vec(row + first, k * step, unit_lo(k, begin - first), end - first, vectors, v[k]);
   }
 };
+
+// Where the tiles of segment [begin, end) of `lead` (the operand that sets the alignment) start:
+// `begin` itself when every row is aligned (or the segment is empty), else the 16-byte boundary
+// at or below it, so `lead` takes 16-byte accesses on every whole unit.
+template <typename T>
+__device__ __forceinline__ std::int64_t tile_origin(const T* lead, std::int64_t begin, std::int64_t end, bool aligned) {
+  return aligned || end <= begin ? begin : begin - misalignment(lead + begin);
+}
+
+// Whether `other` can take 16-byte accesses on the tiles tile_origin() chose for `lead`: always
+// when every row is aligned, else when both sit at the same offset from a 16-byte boundary.
+template <typename T>
+__device__ __forceinline__ bool same_phase(const T* other, const T* lead, std::int64_t begin, bool aligned) {
+  return aligned || misalignment(other + begin) == misalignment(lead + begin);
+}
 
 // y = softmax(x) over the row; this thread's part of [begin, end).
 template <typename T, int kVecs, typename Scope>
@@ -43,11 +72,12 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
                                                         bool aligned, Scope& scope) {
   static_assert(kVecs * vec_width<T>() <= kMaxValuesPerThread, "tile does not fit the register budget");
   const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * vec_width<T>();
-  const bool single_tile = end - begin <= tile_elems;
+  const std::int64_t origin = tile_origin(x, begin, end, aligned);
+  const bool single_tile = end - origin <= tile_elems;
   Tile<T, kVecs> t;
   MaxSum part = empty_max_sum();
-  for (std::int64_t t0 = begin; t0 < end; t0 += tile_elems) {
-    t.load(x, t0, end, lane, lanes, aligned, kNegInf);  // -inf padding adds exp(-inf) = 0
+  for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
+    t.load(x, t0, begin, end, lane, lanes, true, kNegInf);  // -inf padding adds exp(-inf) = 0
     float m = part.max;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
@@ -62,13 +92,14 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
   }
   const MaxSum row = scope.reduce(part);
   const float inv_sum = 1.0f / row.sum;
-  for (std::int64_t t0 = begin; t0 < end; t0 += tile_elems) {
-    if (!single_tile) t.load(x, t0, end, lane, lanes, aligned, kNegInf);
+  const bool y_vectors = same_phase(static_cast<const T*>(y), x, begin, aligned);
+  for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
+    if (!single_tile) t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
       for (int j = 0; j < Tile<T, kVecs>::W; ++j) t.v[k][j] = exp_shifted(t.v[k][j], row.max) * inv_sum;
-    t.store(y, t0, end, lane, lanes, aligned);
+    t.store(y, t0, begin, end, lane, lanes, y_vectors);
   }
 }
 
@@ -79,28 +110,31 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
                                                          int lane, int lanes, bool aligned, Scope& scope) {
   static_assert(2 * kVecs * vec_width<T>() <= kMaxValuesPerThread, "tiles do not fit the register budget");
   const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * vec_width<T>();
-  const bool single_tile = end - begin <= tile_elems;
+  const std::int64_t origin = tile_origin(y, begin, end, aligned);
+  const bool dy_vectors = same_phase(dy, y, begin, aligned);
+  const bool single_tile = end - origin <= tile_elems;
   Tile<T, kVecs> ty, tdy;
   float dot = 0.0f;
-  for (std::int64_t t0 = begin; t0 < end; t0 += tile_elems) {
-    ty.load(y, t0, end, lane, lanes, aligned, 0.0f);
-    tdy.load(dy, t0, end, lane, lanes, aligned, 0.0f);
+  for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
+    ty.load(y, t0, begin, end, lane, lanes, true, 0.0f);
+    tdy.load(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
       for (int j = 0; j < Tile<T, kVecs>::W; ++j) dot = fmaf(ty.v[k][j], tdy.v[k][j], dot);
   }
   const float row_dot = scope.reduce(dot);
-  for (std::int64_t t0 = begin; t0 < end; t0 += tile_elems) {
+  const bool dx_vectors = same_phase(static_cast<const T*>(dx), y, begin, aligned);
+  for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
     if (!single_tile) {
-      ty.load(y, t0, end, lane, lanes, aligned, 0.0f);
-      tdy.load(dy, t0, end, lane, lanes, aligned, 0.0f);
+      ty.load(y, t0, begin, end, lane, lanes, true, 0.0f);
+      tdy.load(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
     }
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
       for (int j = 0; j < Tile<T, kVecs>::W; ++j) ty.v[k][j] *= tdy.v[k][j] - row_dot;
-    ty.store(dx, t0, end, lane, lanes, aligned);
+    ty.store(dx, t0, begin, end, lane, lanes, dx_vectors);
   }
 }
 
@@ -138,6 +172,13 @@ void dispatch_vecs(int vecs, F&& f) {
     case 4: call(std::integral_constant<int, 4>{}); break;
     case 8: call(std::integral_constant<int, 8>{}); break;
   }
+}
+
+// Elements a tile must span to hold `cols` consecutive elements of a row: on misaligned rows the
+// tiles start up to W - 1 elements early (tile_origin).
+template <typename T>
+std::int64_t tile_span(std::int64_t cols, bool aligned) {
+  return cols + (aligned ? 0 : vec_width<T>() - 1);
 }
 
 // The deepest tile (16-byte units per thread, a power of two) that fits the register budget.

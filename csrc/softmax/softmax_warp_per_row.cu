@@ -67,11 +67,11 @@ struct GroupShape {
   int lanes;  // lanes per row
 };
 
-// The narrowest group (>= kMinLanes) whose lanes hold the row at the deepest tile the register
-// budget allows; rows longer than 32 lanes' worth are streamed by a full warp.
+// The narrowest group (>= kMinLanes) whose lanes hold `span` elements (the row, see tile_span) at
+// the deepest tile the register budget allows; longer rows are streamed by a full warp.
 template <typename T>
-GroupShape group_shape(std::int64_t cols, int operands) {
-  const std::int64_t units = (cols + vec_width<T>() - 1) / vec_width<T>();
+GroupShape group_shape(std::int64_t span, int operands) {
+  const std::int64_t units = (span + vec_width<T>() - 1) / vec_width<T>();
   const int max_depth = max_vecs<T>(operands);
   int lanes = kMinLanes;
   while (lanes < 32 && (units + lanes - 1) / lanes > max_depth) lanes *= 2;
@@ -96,7 +96,7 @@ unsigned group_grid(std::int64_t rows, int lanes) {
 
 void warp_per_row_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const GroupShape shape = group_shape<T>(op.cols, 1);
+    const GroupShape shape = group_shape<T>(tile_span<T>(op.cols, op.aligned), 1);
     dispatch_lanes(shape.lanes, [&](auto lanes) {
       dispatch_vecs<T, 1>(shape.depth, [&](auto depth) {
         softmax_parallel_warp_per_row_fwd<T, decltype(depth)::value, decltype(lanes)::value>
@@ -111,7 +111,7 @@ void warp_per_row_forward(const RowOperands& op, const LaunchContext& ctx) {
 
 void warp_per_row_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const GroupShape shape = group_shape<T>(op.cols, 2);
+    const GroupShape shape = group_shape<T>(tile_span<T>(op.cols, op.aligned), 2);
     dispatch_lanes(shape.lanes, [&](auto lanes) {
       dispatch_vecs<T, 2>(shape.depth, [&](auto depth) {
         softmax_parallel_warp_per_row_bwd<T, decltype(depth)::value, decltype(lanes)::value>
