@@ -1,4 +1,6 @@
 """Work-arounds for the Triton 3.6 interpreter, applied by tests/conftest.py under TRITON_INTERPRET=1."""
+import inspect
+
 import numpy as np
 
 
@@ -9,6 +11,8 @@ def fix_triton_36_interpreter():
     from triton.runtime import interpreter
 
     patch_tensor = interpreter._patch_lang_tensor
+    if list(inspect.signature(patch_tensor).parameters) != ["tensor", "scope"]:
+        return  # another interpreter layout (Triton < 3.5): these patches do not apply
 
     def patched_tensor(tensor, scope):
         patch_tensor(tensor, scope)
