@@ -61,6 +61,33 @@ class SoftmaxGpuTest(GpuTestCase):
         self.assertTrue(torch.equal(dy, dy_before) and torch.equal(y, y_before), "backward modified its inputs")
         self.assertClose(dx, reference_grad(y, dy), tol, "backward")
 
+    def test_operands_at_different_16_byte_phases(self):
+        """Rows that start off 16-byte boundaries, with x, y, dy and dx each at its own storage
+        offset (so their phases differ): every plan must still compute and write every element."""
+        def at_offset(rows, cols, dtype, offset, fill=None):
+            flat = torch.randn(rows * cols + offset, device="cuda").to(dtype)
+            view = flat[offset:].view(rows, cols)
+            return view.fill_(fill) if fill is not None else view
+
+        for backend in ("cuda", "triton"):
+            module = _backend_module(backend)
+            for dtype in (torch.float32, torch.bfloat16):
+                for rows, cols in ((37, 1000), (5, 1025), (3, 4097), (2, 50257)):
+                    for plan in self.runnable(backend, rows, cols, dtype):
+                        with self.subTest(backend=backend, plan=plan, dtype=dtype, rows=rows, cols=cols):
+                            x = at_offset(rows, cols, dtype, 1)
+                            y = at_offset(rows, cols, dtype, 3, float("nan"))
+                            x_before = x.clone()
+                            module.forward(x, y, plan)
+                            torch.cuda.synchronize()
+                            self.assertTrue(torch.equal(x, x_before), "forward modified its input")
+                            self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[dtype], "forward")
+                            dy = at_offset(rows, cols, dtype, 2)
+                            dx = at_offset(rows, cols, dtype, 0, float("nan"))
+                            module.backward(y, dy, dx, plan)
+                            torch.cuda.synchronize()
+                            self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward")
+
     def test_api_autograd_dims_and_views(self):
         base = torch.randn(64, 1030, device="cuda")
         views = {"contiguous": base, "dim 0": base, "column slice": base[:, 3:1028], "every other row": base[::2],
