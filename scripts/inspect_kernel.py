@@ -17,7 +17,7 @@ import os
 
 # Ahead-of-time compilation needs compiled (not interpreted) Triton kernels, and Triton decides that
 # when a kernel module is imported: validation under the interpreter runs in a child process instead.
-INTERPRET_REQUESTED = os.environ.pop("TRITON_INTERPRET", "0") == "1"
+os.environ.pop("TRITON_INTERPRET", None)
 
 import argparse  # noqa: E402
 import concurrent.futures  # noqa: E402

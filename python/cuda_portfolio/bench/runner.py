@@ -11,7 +11,6 @@ from __future__ import annotations
 import torch
 
 from .case import CONTROL, OURS, PEER, Case, relative_error
-from .shapes import shape_text
 from .timing import LaunchTimer, TimingSettings, first_line, input_copies_for, summarize
 
 
@@ -100,9 +99,4 @@ def add_throughput_and_ratios(case: Case, records: list[dict], ceilings: dict) -
                 record["ratio_to_ceiling"] = cublas["time_ms"]["median"] / record["time_ms"]["median"]
         record["ratio_to_peers"] = {p["provider"]: p["time_ms"]["median"] / record["time_ms"]["median"]
                                     for p in peers if p is not record}
-
-
-def case_label(case: Case) -> str:
-    direction = f" {case.direction}" if case.op == "softmax" else ""
-    return f"{case.op}{direction} {str(case.dtype).removeprefix('torch.')} {shape_text(case.shape)}"
 
