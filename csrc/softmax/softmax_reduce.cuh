@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "common/numeric.cuh"
@@ -109,6 +110,26 @@ __device__ __forceinline__ int misalignment(const T* p) {
   return static_cast<int>((reinterpret_cast<std::uintptr_t>(p) & 15) / sizeof(T));
 }
 
+// One 16-byte access for a whole unit at a 16-byte aligned address (ld.global.nc.v4 /
+// st.global.v4). The store is written in PTX because the compiler split every C++ form tried
+// (the Vec<T> struct, a uint4) into element stores in most kernels: 8 st.global.u16 per 16-bit
+// unit, 4 st.global.f32 per fp32 unit (docs/perf-log.md).
+template <typename T>
+__device__ __forceinline__ Vec<T> load_unit(const T* p) {
+  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+  Vec<T> v;
+  memcpy(&v, &u, sizeof(v));
+  return v;
+}
+
+template <typename T>
+__device__ __forceinline__ void store_unit(T* p, const Vec<T>& v) {
+  uint4 u;
+  memcpy(&u, &v, sizeof(u));
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
+               : "memory");
+}
+
 // Elements [i, i + W) of `row` as floats; those before `lo` or at or past `end` read as `fill`.
 // One 16-byte load when the unit is whole and `vectors` (the caller knows the unit is 16-byte
 // aligned), element loads otherwise.
@@ -117,7 +138,7 @@ __device__ __forceinline__ void load_vec(const T* __restrict__ row, std::int64_t
                                          bool vectors, float fill, float (&out)[vec_width<T>()]) {
   constexpr int W = vec_width<T>();
   if (vectors && i >= lo && i + W <= end) {
-    const Vec<T> v = *reinterpret_cast<const Vec<T>*>(row + i);
+    const Vec<T> v = load_unit(row + i);
 #pragma unroll
     for (int j = 0; j < W; ++j) out[j] = to_float(v.e[j]);
   } else {
@@ -134,7 +155,7 @@ __device__ __forceinline__ void store_vec(T* __restrict__ row, std::int64_t i, s
     Vec<T> v;
 #pragma unroll
     for (int j = 0; j < W; ++j) v.e[j] = from_float<T>(in[j]);
-    *reinterpret_cast<Vec<T>*>(row + i) = v;
+    store_unit(row + i, v);
   } else {
 #pragma unroll
     for (int j = 0; j < W; ++j)

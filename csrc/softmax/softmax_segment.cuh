@@ -71,34 +71,57 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
                                                         std::int64_t begin, std::int64_t end, int lane, int lanes,
                                                         bool aligned, Scope& scope) {
   static_assert(kVecs * vec_width<T>() <= kMaxValuesPerThread, "tile does not fit the register budget");
-  const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * vec_width<T>();
+  constexpr int W = vec_width<T>();
+  const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * W;
   const std::int64_t origin = tile_origin(x, begin, end, aligned);
-  const bool single_tile = end - origin <= tile_elems;
+  const bool y_vectors = same_phase(static_cast<const T*>(y), x, begin, aligned);
   Tile<T, kVecs> t;
-  MaxSum part = empty_max_sum();
-  for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
-    t.load(x, t0, begin, end, lane, lanes, true, kNegInf);  // -inf padding adds exp(-inf) = 0
-    float m = part.max;
+  if (end - origin <= tile_elems) {
+    // Single tile: the exponentials stay in registers, rescaled from this thread's max to the
+    // row's by one factor, so each element costs one exp (the MUFU and FMA work halves).
+    t.load(x, origin, begin, end, lane, lanes, true, kNegInf);  // -inf padding adds exp(-inf) = 0
+    float m = kNegInf;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < Tile<T, kVecs>::W; ++j) m = nan_max(m, t.v[k][j]);
+      for (int j = 0; j < W; ++j) m = nan_max(m, t.v[k][j]);
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < Tile<T, kVecs>::W; ++j) s += exp_shifted(t.v[k][j], m);
+      for (int j = 0; j < W; ++j) s += t.v[k][j] = exp_shifted(t.v[k][j], m);
+    const MaxSum row = scope.reduce(MaxSum{m, s});
+    const float scale = rescale(m, row.max) / row.sum;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < W; ++j) t.v[k][j] *= scale;
+    t.store(y, origin, begin, end, lane, lanes, y_vectors);
+    return;
+  }
+  MaxSum part = empty_max_sum();
+  for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
+    t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
+    float m = part.max;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < W; ++j) m = nan_max(m, t.v[k][j]);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < W; ++j) s += exp_shifted(t.v[k][j], m);
     part = {m, part.sum * rescale(part.max, m) + s};
   }
   const MaxSum row = scope.reduce(part);
   const float inv_sum = 1.0f / row.sum;
-  const bool y_vectors = same_phase(static_cast<const T*>(y), x, begin, aligned);
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
-    if (!single_tile) t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
+    t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < Tile<T, kVecs>::W; ++j) t.v[k][j] = exp_shifted(t.v[k][j], row.max) * inv_sum;
+      for (int j = 0; j < W; ++j) t.v[k][j] = exp_shifted(t.v[k][j], row.max) * inv_sum;
     t.store(y, t0, begin, end, lane, lanes, y_vectors);
   }
 }
