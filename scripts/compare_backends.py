@@ -30,7 +30,9 @@ import _common as common
 
 METRICS = (
     ("gpu__time_duration.sum", "time (ns)"),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM throughput (% of peak)"),
     ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput (% of peak)"),
+    ("lts__throughput.avg.pct_of_peak_sustained_elapsed", "L2 throughput (% of peak)"),
     ("dram__bytes_read.sum", "DRAM bytes read"),
     ("dram__bytes_write.sum", "DRAM bytes written"),
     ("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved occupancy (%)"),

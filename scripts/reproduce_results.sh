@@ -6,7 +6,8 @@
 # sanitizer: compute-sanitizer memcheck over the executable and the smoke run of every
 #            variant (allocator cache off), racecheck/initcheck/synccheck over the smoke run, and
 #            both negative controls (which must report an invalid global write).
-# ncu:       compare_backends.py for softmax and matmul (counters of both backends side by side).
+# ncu:       compare_backends.py for softmax (bf16 4096x4096) and matmul (bf16 4096^3): counters of both
+#            backends side by side.
 # Assumes the package is installed (scripts/gpu_check.sh does it). Every step has a time limit
 # (STEP_TIMEOUT seconds, default 900), keeps its full log in OUT_DIR and contributes one summary
 # line, printed last. Profiled and sanitized runs are never used for timing.
@@ -53,9 +54,10 @@ for group in "${groups[@]}"; do
       unset PYTORCH_NO_CUDA_MEMORY_CACHING
       ;;
     ncu)
-      for op in softmax matmul; do
-        step "compare-$op" "." $PY scripts/compare_backends.py --op "$op" --results-dir "$OUT_DIR"
-      done
+      step compare-softmax "." $PY scripts/compare_backends.py --op softmax --dtype bfloat16 --shape 4096x4096 \
+        --results-dir "$OUT_DIR"
+      step compare-matmul "." $PY scripts/compare_backends.py --op matmul --dtype bfloat16 --shape 4096x4096x4096 \
+        --results-dir "$OUT_DIR"
       ;;
     *)
       echo "unknown group '$group' (bench, sanitizer, ncu)" >&2
