@@ -2,10 +2,12 @@
 # Regenerate the committed evidence on a GPU machine, one command per group of results:
 #   bash scripts/reproduce_results.sh OUT_DIR [bench] [sanitizer] [ncu]      (default: all three)
 # bench:     the reference benchmarks (results/README.md): softmax full preset, fp32+bf16, fwd+bwd,
-#            every plan; GEMM full preset, bf16+fp16, every kernel; JSON + PNG each.
-# sanitizer: compute-sanitizer memcheck over the executable and the smoke run of every
-#            variant (allocator cache off), racecheck/initcheck/synccheck over the smoke run, and
-#            both negative controls (which must report an invalid global write).
+#            the plan each backend picks; GEMM full preset, bf16+fp16, the kernel each backend
+#            picks; the GEMM ladder (every kernel version, fp32 and bf16) at 4096^3. JSON + PNG each.
+# sanitizer: compute-sanitizer memcheck over the executable, the GPU test tier and the smoke run of
+#            every variant (allocator cache off), racecheck/initcheck/synccheck over the smoke run,
+#            and both negative controls (which must report an invalid global write). The steps are
+#            independent correctness runs, so they run side by side (never time anything here).
 # ncu:       compare_backends.py for softmax (bf16 4096x4096) and matmul (bf16 4096^3): counters of both
 #            backends side by side.
 # Assumes the package is installed (scripts/gpu_check.sh does it). Every step has a time limit
@@ -20,7 +22,7 @@ groups=("$@")
 STEP_TIMEOUT=${STEP_TIMEOUT:-900}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT_DIR"
-summary=()
+rm -f "$OUT_DIR"/*.summary
 
 step() {  # step NAME PATTERN CMD...: run with the time limit into OUT_DIR/NAME.log; PATTERN picks the summary lines
   local name=$1 pattern=$2
@@ -30,27 +32,35 @@ step() {  # step NAME PATTERN CMD...: run with the time limit into OUT_DIR/NAME.
   local rc=$?
   local lines
   lines=$(grep -E "$pattern" "$OUT_DIR/$name.log" | sort | uniq -c | tail -n 4 | tr -s ' ' | tr '\n' ';')
-  summary+=("$name (rc=$rc): ${lines:-$(tail -n 1 "$OUT_DIR/$name.log")}")
+  echo "$name (rc=$rc): ${lines:-$(tail -n 1 "$OUT_DIR/$name.log")}" > "$OUT_DIR/$name.summary"
 }
 
 for group in "${groups[@]}"; do
   case $group in
     bench)
       step bench-softmax "^results: |A/A control" $PY -m cuda_portfolio.bench --op softmax --shapes full \
-        --dtype fp32,bf16 --direction both --plans all --json "$OUT_DIR/softmax.json" --plot "$OUT_DIR/softmax.png"
+        --dtype fp32,bf16 --direction both --json "$OUT_DIR/softmax.json" --plot "$OUT_DIR/softmax.png"
       step bench-matmul "^results: |A/A control" $PY -m cuda_portfolio.bench --op matmul --shapes full \
-        --dtype bf16,fp16 --plans all --json "$OUT_DIR/matmul.json" --plot "$OUT_DIR/matmul.png"
+        --dtype bf16,fp16 --json "$OUT_DIR/matmul.json" --plot "$OUT_DIR/matmul.png"
+      step bench-matmul-ladder "^results: |A/A control" $PY -m cuda_portfolio.bench --op matmul \
+        --shapes 4096x4096x4096 --dtype fp32,bf16 --plans all --json "$OUT_DIR/matmul-ladder.json" \
+        --plot "$OUT_DIR/matmul-ladder.png"
       ;;
     sanitizer)
-      export PYTORCH_NO_CUDA_MEMORY_CACHING=1  # with the cache on, a stray write can land in another tensor unseen
-      step memcheck-executable "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool memcheck cuda_portfolio --test-only
+      export KERNEL_REQUIRE_GPU=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1  # with the cache on, a stray write can land in another tensor unseen
+      step memcheck-executable "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool memcheck cuda_portfolio --test-only &
+      for module in gpu_copy_cases gpu_softmax_cases gpu_matmul_cases; do  # the kernels' tests (bench's are about timing)
+        step "memcheck-$module" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
+          compute-sanitizer --tool memcheck $PY -m unittest "tests.$module" &
+      done
       for tool in memcheck racecheck initcheck synccheck; do
-        step "$tool-smoke" "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool "$tool" $PY scripts/sanitizer_smoke.py
+        step "$tool-smoke" "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool "$tool" $PY scripts/sanitizer_smoke.py &
       done
       step negative-control-executable "Invalid __global__ write|ERROR SUMMARY" \
-        compute-sanitizer --tool memcheck cuda_portfolio --negative-control
+        compute-sanitizer --tool memcheck cuda_portfolio --negative-control &
       step negative-control-python "Invalid __global__ write|ERROR SUMMARY" \
-        compute-sanitizer --tool memcheck $PY scripts/sanitizer_smoke.py --negative-control
+        compute-sanitizer --tool memcheck $PY scripts/sanitizer_smoke.py --negative-control &
+      wait
       unset PYTORCH_NO_CUDA_MEMORY_CACHING
       ;;
     ncu)
@@ -68,4 +78,4 @@ done
 
 echo
 echo "=== summary (logs in $OUT_DIR)"
-printf '%s\n' "${summary[@]}"
+cat "$OUT_DIR"/*.summary

@@ -1,9 +1,11 @@
 """GPU tier: softmax in both backends, every plan, against float64 torch (imported by tests/test_gpu.py)."""
+import os
+
 import torch
 
 import cuda_portfolio as cp
 from cuda_portfolio.softmax import _backend_module
-from tests.gpu_util import TOLERANCE, GpuTestCase, poisoned_like
+from tests.gpu_util import BACKWARD_TOLERANCE, TOLERANCE, GpuTestCase, poisoned_like
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 COLS = (1, 7, 1000, 1025, 4097, 50257, 131072, 1 << 20)
@@ -44,14 +46,13 @@ class SoftmaxGpuTest(GpuTestCase):
                 self.assertGreaterEqual(count, 3, f"{backend} plan {plan} ran only {count} shapes")
 
     def check_direct(self, module, plan, rows, cols, dtype):
-        tol = TOLERANCE[dtype]
         x = (torch.randn(rows, cols, device="cuda") * 4).to(dtype)
         x_before = x.clone()
         y = poisoned_like(x)
         module.forward(x, y, plan)
         torch.cuda.synchronize()
         self.assertTrue(torch.equal(x, x_before), "forward modified its input")
-        self.assertClose(y, torch.softmax(x.double(), -1), tol, "forward")
+        self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[dtype], "forward")
 
         dy = torch.randn(rows, cols, device="cuda").to(dtype)
         dy_before, y_before = dy.clone(), y.clone()
@@ -59,7 +60,7 @@ class SoftmaxGpuTest(GpuTestCase):
         module.backward(y, dy, dx, plan)
         torch.cuda.synchronize()
         self.assertTrue(torch.equal(dy, dy_before) and torch.equal(y, y_before), "backward modified its inputs")
-        self.assertClose(dx, reference_grad(y, dy), tol, "backward")
+        self.assertClose(dx, reference_grad(y, dy), BACKWARD_TOLERANCE[dtype], "backward")
 
     def test_operands_at_different_16_byte_phases(self):
         """Rows that start off 16-byte boundaries, with x, y, dy and dx each at its own storage
@@ -86,7 +87,7 @@ class SoftmaxGpuTest(GpuTestCase):
                             dx = at_offset(rows, cols, dtype, 0, float("nan"))
                             module.backward(y, dy, dx, plan)
                             torch.cuda.synchronize()
-                            self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward")
+                            self.assertClose(dx, reference_grad(y, dy), BACKWARD_TOLERANCE[dtype], "backward")
 
     def test_api_autograd_dims_and_views(self):
         base = torch.randn(64, 1030, device="cuda")
@@ -130,6 +131,8 @@ class SoftmaxGpuTest(GpuTestCase):
                 x = torch.randn(8, 3000, 5, device="cuda")
                 self.assertClose(compiled(x), torch.softmax(x.double(), 1) * 2, 1e-5)
             with self.subTest(backend=backend, what="CUDA graph"):
+                if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
+                    self.skipTest("CUDA graph capture needs the caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1)")
                 static_x = torch.randn(37, 4097, device="cuda")
                 cp.softmax(static_x, backend=backend)  # warm-up (compile) outside capture
                 torch.cuda.synchronize()

@@ -63,3 +63,7 @@ def poisoned_like(x: torch.Tensor) -> torch.Tensor:
 
 
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2}
+# Softmax backward subtracts the row's dot product sum(y * dy) from dy: the cancellation leaves a
+# correct fp32 result ~1e-5 away on short rows (1.75e-5 seen at 1x7), so fp32 gets the benchmark's
+# backward tolerance, 1e-4; 16-bit types keep the forward tolerances.
+BACKWARD_TOLERANCE = {**TOLERANCE, torch.float32: 1e-4}

@@ -13,6 +13,7 @@ needs_interpreter = unittest.skipUnless(triton_interpreting(), "needs TRITON_INT
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2}
+BACKWARD_TOLERANCE = {**TOLERANCE, torch.float32: 1e-4}  # cancellation in dy - sum(y * dy); see tests/gpu_util.py
 CPU = torch.device("cpu")
 
 
@@ -59,7 +60,7 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         triton_softmax.backward(y, dy, dx, plan)
         self.assertTrue(torch.equal(y, y_before) and torch.equal(dy, dy_before), "backward modified its inputs")
         self.assertFalse(bool(dx.isnan().any()), "backward left elements unwritten")
-        self.assertLessEqual(relative_error(dx, reference_grad(y, dy)), TOLERANCE[dtype])
+        self.assertLessEqual(relative_error(dx, reference_grad(y, dy)), BACKWARD_TOLERANCE[dtype])
 
     def test_every_plan_forward_backward_small_odd_shapes(self):
         for dtype in DTYPES:
@@ -192,7 +193,7 @@ class SoftmaxApiTest(unittest.TestCase):
                     cp.softmax(x, backend="triton", plan=plan).backward(dy)
                     torch.softmax(x64, -1).backward(dy.double())
                     self.assertEqual(x.grad.dtype, dtype)
-                    self.assertLessEqual(relative_error(x.grad, x64.grad), TOLERANCE[dtype])
+                    self.assertLessEqual(relative_error(x.grad, x64.grad), BACKWARD_TOLERANCE[dtype])
 
     def test_autograd_other_dim_and_broadcast_grad(self):
         # The gradient reaching the op is an expanded (row stride 0) tensor after moving dim 0 last.
