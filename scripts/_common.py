@@ -278,8 +278,9 @@ def make_case(op: str, backend: str, name: str, direction: str, dtype: torch.dty
 
 def _matmul_operands(shape, dtype, device, empty=False):
     m, n, k = shape
-    make = torch.empty if empty else torch.randn
-    return make(m, k, device=device).to(dtype), make(k, n, device=device).to(dtype)
+    if empty:  # shapes only (refusal checks): allocated in dtype, so no conversion kernel reads unset memory
+        return torch.empty(m, k, dtype=dtype, device=device), torch.empty(k, n, dtype=dtype, device=device)
+    return torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
 
 
 def run_and_check(case: Case) -> tuple[bool, str]:

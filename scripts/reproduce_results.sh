@@ -54,7 +54,7 @@ for group in "${groups[@]}"; do
           compute-sanitizer --tool memcheck $PY -m unittest "tests.$module" &
       done
       for tool in memcheck racecheck initcheck synccheck; do
-        step "$tool-smoke" "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool "$tool" $PY scripts/sanitizer_smoke.py &
+        step "$tool-smoke" "ERROR SUMMARY|RACECHECK SUMMARY|[0-9]+ passed" compute-sanitizer --tool "$tool" $PY scripts/sanitizer_smoke.py &
       done
       step negative-control-executable "Invalid __global__ write|ERROR SUMMARY" \
         compute-sanitizer --tool memcheck cuda_portfolio --negative-control &

@@ -34,6 +34,7 @@ class CopyGpuTest(GpuTestCase):
     def test_copy_runs_on_current_stream(self):
         s = torch.cuda.Stream()
         x = torch.randn(1 << 20, device="cuda")
+        torch.cuda.synchronize()  # x is written on the default stream; the copy reads it on s
         for backend in ("cuda", "triton"):
             with self.subTest(backend=backend), torch.cuda.stream(s):
                 y = cp.copy(x, backend=backend)

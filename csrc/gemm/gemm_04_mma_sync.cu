@@ -38,9 +38,23 @@ __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// Copies `valid_bytes` (0..16) from global and zero-fills the rest of the 16-byte chunk.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src, int valid_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid_bytes));
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
+}
+
+// One 8-element (16-byte) chunk of a stage tile, `left` elements of it inside the matrix (<= 0:
+// none). Whole chunks go through cp.async; edge chunks are loaded element by element and
+// zero-filled with ordinary stores, never a cp.async whose 16-byte source runs past the
+// allocation (compute-sanitizer memcheck reports those as out-of-bounds 16-byte reads even with
+// a smaller src-size). The __syncthreads before the stage is read orders both kinds of writes.
+template <typename T>
+__device__ __forceinline__ void load_chunk(T* dst, const T* src, std::int64_t left) {
+  if (left >= 8) {
+    cp_async_16(dst, src);
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) dst[j] = j < left ? src[j] : from_float<T>(0.0f);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -107,16 +121,14 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_mma_sync_kernel(const T* __r
       const int idx = tid + i * kThreads, row = idx / 4, chunk = idx % 4;
       const std::int64_t gr = m0 + row, gc = k0 + chunk * 8;
       const std::int64_t left = gr < m ? k - gc : 0;
-      const int valid = left <= 0 ? 0 : (left >= 8 ? 16 : static_cast<int>(left) * 2);
-      cp_async_16(as + a_offset(row, chunk), valid ? a + gr * lda + gc : a, valid);
+      load_chunk(as + a_offset(row, chunk), a + (left > 0 ? gr * lda + gc : 0), left);
     }
 #pragma unroll
     for (int i = 0; i < 2; ++i) {  // B: 32 rows x 16 chunks
       const int idx = tid + i * kThreads, row = idx / 16, chunk = idx % 16;
       const std::int64_t gr = k0 + row, gc = n0 + chunk * 8;
       const std::int64_t left = gr < k ? n - gc : 0;
-      const int valid = left <= 0 ? 0 : (left >= 8 ? 16 : static_cast<int>(left) * 2);
-      cp_async_16(bs + b_offset(row, chunk), valid ? b + gr * ldb + gc : b, valid);
+      load_chunk(bs + b_offset(row, chunk), b + (left > 0 ? gr * ldb + gc : 0), left);
     }
   };
 
