@@ -119,8 +119,10 @@ def negative_control() -> int:
         torch.cuda.synchronize()
     except RuntimeError as exc:  # memcheck stops the kernel, so the runtime reports an error afterwards
         print(f"negative control: the CUDA runtime reported: {exc}")
-    print("negative control finished")
-    return 0
+    print("negative control finished", flush=True)
+    # Under memcheck the launch error is sticky: torch's teardown (freeing the tensors) would abort
+    # the process on it (seen: SIGABRT, the buffered lines above lost). Leave without that teardown.
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ def _softmax_panel(ax, records, dtype, copy_tbs):
 
 def _matmul_panel(ax, records, dtype):
     shapes = list(dict.fromkeys(tuple(r["shape"]) for r in records))
-    labels = sorted({series_label(r) for r in records}, key=lambda s: (s == "cublas", s))
+    # Run order (each backend's kernels as matmul_kernels() lists them: the ladder), cuBLAS last.
+    labels = sorted(dict.fromkeys(series_label(r) for r in records), key=lambda s: s == "cublas")
     width = 0.8 / max(1, len(labels))
     for j, (color, label) in enumerate(zip(plt_colors(len(labels)), labels)):
         values = {tuple(r["shape"]): r["tflop_per_s"] for r in records if series_label(r) == label}
