@@ -15,11 +15,15 @@
 // (8 tile-rows at a time) for L2 reuse. Few output tiles and long K (e.g. 1024x1024x16384)
 // split K across blocks: each slice writes fp32 partial sums to the workspace and a small
 // kernel adds the slices and rounds to the output dtype.
-// Shared memory: 4 stages x (16 KiB A + 32 KiB B) = 192 KiB + barriers. Epilogue: the
-// accumulators are stored straight from registers (masked at the edges).
-// Expected bound: tensor-core issue with the epilogue not overlapped: ~0.85-1.0x cuBLAS bf16
-// (600-730 TFLOP/s on H200) on large shapes; the unoverlapped epilogue and one-CTA tiles
-// are what a TMA-store epilogue and 2-CTA clusters would still add.
+// Epilogue (unsplit K, C 16-byte aligned): each consumer rounds its 64 x 256 accumulators to T
+// into a 16 KiB shared buffer, one 128-column half at a time (two 64 x 64 boxes, 128-byte
+// swizzle, conflict-free 4-byte stores), and one thread issues TMA stores that clip at the
+// matrix edge; the last ones stay in flight while the next tile's MMAs start. Otherwise (split K,
+// misaligned C) the accumulators are stored straight from registers, masked at the edges.
+// Shared memory: 4 stages x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue = 224 KiB + barriers.
+// Expected bound: tensor-core issue, ~0.85-1.0x cuBLAS bf16 (600-730 TFLOP/s on H200) on large
+// shapes; one consumer's epilogue still stalls its own next tile, which ping-pong consumers
+// (two tiles in flight) and 2-CTA clusters with TMA multicast would still remove.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -27,6 +31,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "common/cuda_check.h"
@@ -42,7 +47,11 @@ constexpr int kGroupRows = 8;
 constexpr int kSwizzleElems = 64;                        // 128 bytes of 16-bit elements: one swizzle row
 constexpr int kATileBytes = kBM * kBK * 2, kBTileBytes = kBK * kBN * 2;
 constexpr int kStageBytes = kATileBytes + kBTileBytes;
-constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + alignment slack for the 1024-byte swizzle atoms
+// Epilogue staging: per consumer, one 64(M) x 128(N) half of its 64 x 256 accumulator tile as two
+// 64 x 64 boxes with the 128-byte swizzle (what the TMA store reads).
+constexpr int kOutBoxBytes = 64 * kSwizzleElems * 2;
+constexpr int kOutBufBytes = 2 * kOutBoxBytes;
+constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * kOutBufBytes + 1024;  // + slack for 1024-byte alignment
 constexpr int kMinKBlocksPerSplit = 4;
 
 // ---- mbarrier, TMA and wgmma wrappers (PTX) ----
@@ -81,6 +90,27 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, s
           smem_addr(dst)),
       "l"(map), "r"(inner), "r"(outer), "r"(smem_addr(bar))
       : "memory");
+}
+
+// TMA store of one box from shared memory; completion is tracked per thread in bulk groups.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int inner, int outer) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map),
+               "r"(smem_addr(src)), "r"(inner), "r"(outer)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until this thread's bulk stores have finished reading shared memory (the buffer is free).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// Waits until this thread's bulk stores are complete.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+__device__ __forceinline__ void st_shared_b32(std::uint32_t addr, std::uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+// Makes this thread's shared-memory writes visible to the async proxy (TMA).
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Barrier over the `threads` threads that use barrier `id` (1..15; 0 is __syncthreads).
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 template <int kRegs>
@@ -143,6 +173,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t 
 struct Problem {
   int m, n, k;
   int tiles_m, tiles_n, k_blocks, splits;
+  bool tma_store;  // C is 16-byte aligned with a 16-byte multiple row pitch: the epilogue uses TMA
 };
 
 struct WorkUnit {
@@ -175,10 +206,56 @@ __device__ __forceinline__ void store_pair(T* c, std::int64_t ldc, int row, int 
   }
 }
 
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
+  const T a = from_float<T>(lo), b = from_float<T>(hi);
+  std::uint16_t ua, ub;
+  memcpy(&ua, &a, 2);
+  memcpy(&ub, &b, 2);
+  return static_cast<std::uint32_t>(ua) | (static_cast<std::uint32_t>(ub) << 16);
+}
+
+// Epilogue through shared memory and TMA: for each 128-column half of this consumer's 64 x 256
+// tile, its threads write the rounded accumulators into `buf` (two swizzled 64 x 64 boxes, 4-byte
+// stores, conflict-free: the 8 rows of a store land in 8 different 16-byte chunks), then one thread
+// issues the two TMA stores, which clip at the matrix edge. The last stores stay in flight while
+// the consumer starts its next tile; `buf` is rewritten only after they have read it.
+template <typename T>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[128], unsigned char* buf, const CUtensorMap* map_c,
+                                               int m0, int n0, int consumer, int t) {
+  const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
+  const int barrier = 1 + consumer;
+  const std::uint32_t buf_addr = smem_addr(buf);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    if (t == 0) bulk_wait_read();  // the previous TMA stores from buf are done reading it
+    named_barrier(barrier, 128);
+#pragma unroll
+    for (int jl = 0; jl < 16; ++jl) {  // the 8-column blocks of this half
+      const int j = 16 * half + jl, box = jl / 8, chunk = jl % 8;
+#pragma unroll
+      for (int upper = 0; upper < 2; ++upper) {  // rows g and g + 8 of this warp's 16
+        const int row = warp * 16 + g + 8 * upper;
+        const std::uint32_t addr = buf_addr + box * kOutBoxBytes + row * 128 + ((chunk ^ (row & 7)) << 4) + 4 * q;
+        st_shared_b32(addr, pack2<T>(acc[4 * j + 2 * upper], acc[4 * j + 2 * upper + 1]));
+      }
+    }
+    fence_async_shared();
+    named_barrier(barrier, 128);
+    if (t == 0) {
+      const int row0 = m0 + consumer * 64, col0 = n0 + 128 * half;
+      tma_store_2d(map_c, buf, col0, row0);
+      tma_store_2d(map_c, buf + kOutBoxBytes, col0 + kSwizzleElems, row0);
+      bulk_commit();
+    }
+  }
+}
+
 template <typename T, bool kAMnMajor, bool kBMnMajor>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                          T* __restrict__ c, std::int64_t ldc, float* __restrict__ partials, Problem p) {
+                          const __grid_constant__ CUtensorMap map_c, T* __restrict__ c, std::int64_t ldc,
+                          float* __restrict__ partials, Problem p) {
   extern __shared__ unsigned char smem_raw[];
   // 128-byte swizzle atoms are 1024 bytes and must start 1024-byte aligned.
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
@@ -272,7 +349,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // acc[4j + {0,1}] = (row g, cols 8j + 2q + {0,1}), acc[4j + {2,3}] = (row g + 8, same).
     const int g = lane / 4, q = lane % 4;
     const int row0 = w.m0 + consumer * 64 + warp * 16 + g;
-    if (p.splits == 1) {
+    if (p.splits == 1 && p.tma_store) {
+      store_tile_tma<T>(acc, smem + kStages * kStageBytes + consumer * kOutBufBytes, &map_c, w.m0, w.n0, consumer, t);
+    } else if (p.splits == 1) {
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j) {
         const int col = w.n0 + 8 * j + 2 * q;
@@ -289,6 +368,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  if (t == 0) bulk_wait();  // the last TMA stores must finish before the block's shared memory goes
 }
 
 // C = sum over the split-K slices of the fp32 partial sums, rounded to T.
@@ -362,9 +442,13 @@ void launch(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView
                                       : make_tensor_map(type, a.data, p.k, p.m, a.row_stride, kBM);
   const CUtensorMap map_b = kBMnMajor ? make_tensor_map(type, b.data, p.n, p.k, b.row_stride, kBK)
                                       : make_tensor_map(type, b.data, p.k, p.n, b.col_stride, kBN);
+  // The output's map is used only by the TMA-store epilogue (unsplit K, aligned C); else it stays unset.
+  CUtensorMap map_c{};
+  if (p.splits == 1 && p.tma_store) map_c = make_tensor_map(type, c.data, p.n, p.m, c.row_stride, 64);
   auto kernel = gemm_wgmma_tma_kernel<T, kAMnMajor, kBMnMajor>;
   CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, static_cast<T*>(c.data), c.row_stride, partials, p);
+  kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, static_cast<T*>(c.data), c.row_stride,
+                                                 partials, p);
   CP_CHECK_LAUNCH("gemm_wgmma_tma_kernel");
   if (p.splits > 1) {
     const std::int64_t total = static_cast<std::int64_t>(p.m) * p.n;
@@ -403,6 +487,9 @@ void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, 
   p.tiles_n = static_cast<int>((n + kBN - 1) / kBN);
   p.k_blocks = static_cast<int>((k + kBK - 1) / kBK);
   p.splits = split_count(m, n, k, sm_count);
+  // TMA stores need a 16-byte aligned base and row pitch (row-major C; any row count).
+  p.tma_store = c.col_stride == 1 && reinterpret_cast<std::uintptr_t>(c.data) % 16 == 0 &&
+                (m == 1 || (c.row_stride * 2) % 16 == 0);
   const std::int64_t units = static_cast<std::int64_t>(p.tiles_m) * p.tiles_n * p.splits;
   if (units > 0x7fffffff) throw std::invalid_argument("gemm(wgmma_tma): more than 2^31-1 output tiles");
   const int grid = static_cast<int>(std::min<std::int64_t>(units, sm_count));
