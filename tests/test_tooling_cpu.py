@@ -19,6 +19,11 @@ import torch
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 NVCC = shutil.which("nvcc")
 TRITON_STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin", "sass")
+# Kernels known to spill, each with its entry in docs/perf-log.md; any other spill fails the test.
+KNOWN_SOFTMAX_SPILLS = {
+    # 32 fp32 values per thread at the 64-register cap of 1024-thread blocks (perf log, session 2)
+    "softmax_parallel_cluster_split_row_fwd<float, 8>",
+}
 # Small shapes keep the interpreter validation quick.
 SMALL_SHAPES = {"copy": "5x1000", "softmax": "3x1000", "matmul": "33x47x65"}
 
@@ -54,11 +59,11 @@ class ScriptHelpTest(unittest.TestCase):
 
 
 class InspectKernelTest(unittest.TestCase):
-    def inspect(self, op, backend):
+    def inspect(self, op, backend, dtype="float32"):
         out = Path(tempfile.mkdtemp(prefix=f"inspect_{op}_"))
         self.addCleanup(shutil.rmtree, out, ignore_errors=True)
         r = run_script("inspect_kernel.py", "--op", op, "--backend", backend, "--arch", "sm_90a", "--shape",
-                       SMALL_SHAPES[op], "--output", str(out))
+                       SMALL_SHAPES[op], "--dtype", dtype, "--output", str(out))
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
         report = json.loads((out / "resources.json").read_text())
         return out, report, r.stdout
@@ -101,6 +106,39 @@ class InspectKernelTest(unittest.TestCase):
         if not torch.cuda.is_available():
             self.assertIn("cuda: not validated: no GPU; compiled ahead of time only", report["validation"])
         self.assertIn("cuda", stdout)
+
+    @unittest.skipUnless(NVCC, "nvcc not on PATH: the CUDA part is skipped by design")
+    def test_softmax_cuda_every_stage_and_16_byte_stores(self):
+        out, report, _ = self.inspect("softmax", "cuda")
+        kernels = [k for k in report["kernels"] if k["backend"] == "cuda"]
+        names = {k["kernel"].split("<")[0] for k in kernels}
+        for plan in ("warp_per_row", "block_per_row", "block_online", "split_row", "cluster_split_row"):
+            for direction in ("fwd", "bwd"):
+                self.assertIn(f"softmax_parallel_{plan}_{direction}", names)
+        for k in kernels:
+            for suffix in (".ptx", ".cubin", ".sass", ".ptxas.txt"):
+                self.assertTrue(Path(k["file"] + suffix).exists(), k["file"] + suffix)
+            if k["kernel"] not in KNOWN_SOFTMAX_SPILLS:
+                self.assertEqual(k["spill_stores"], 0, k)
+        # Every plan file keeps its 16-byte stores: the compiler once split them into element
+        # stores (8 x st.global.u16 per bf16 unit), which halved the 16-bit throughput.
+        for ptx in sorted((out / "cuda").glob("softmax_*.ptx")):
+            with self.subTest(ptx=ptx.name):
+                self.assertIn("st.global.v4.b32", ptx.read_text())
+                self.assertIn("STG.E.128", ptx.with_suffix(".sass").read_text())
+
+    @unittest.skipUnless(NVCC, "nvcc not on PATH: the CUDA part is skipped by design")
+    def test_matmul_cuda_every_version_and_the_hopper_instructions(self):
+        out, report, _ = self.inspect("matmul", "cuda", "bfloat16")  # every version takes bf16
+        kernels = {k["kernel"].split("<")[0]: k for k in report["kernels"] if k["backend"] == "cuda"}
+        for name in ("gemm_naive_kernel", "gemm_smem_tiled_kernel", "gemm_register_blocked_kernel",
+                     "gemm_mma_sync_kernel", "gemm_wgmma_tma_kernel"):
+            self.assertIn(name, kernels)
+            self.assertEqual(kernels[name]["spill_stores"], 0, kernels[name])
+        sass = (out / "cuda" / "gemm_05_wgmma_tma_sm90a.sass").read_text()
+        for instruction in ("HGMMA.64x256x16", "UTMALDG.2D", "UTMASTG.2D"):  # wgmma, TMA loads, TMA-store epilogue
+            self.assertIn(instruction, sass)
+        self.assertIn("HMMA.16816", (out / "cuda" / "gemm_04_mma_sync.sass").read_text())
 
     def test_softmax_and_matmul_triton_when_registered(self):
         ops = [op for op in ("softmax", "matmul") if triton_op_compiles_ahead_of_time(op)]
