@@ -47,7 +47,9 @@ for group in "${groups[@]}"; do
         --plot "$OUT_DIR/matmul-ladder.png"
       ;;
     sanitizer)
-      export KERNEL_REQUIRE_GPU=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1  # with the cache on, a stray write can land in another tensor unseen
+      # With the allocator cache on, a stray write can land in another tensor unseen; Triton GEMM
+      # autotuning (timed launches + cache flushes) means nothing under a sanitizer and dominates it.
+      export KERNEL_REQUIRE_GPU=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDA_PORTFOLIO_NO_TUNING=1
       step memcheck-executable "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool memcheck cuda_portfolio --test-only &
       for module in gpu_copy_cases gpu_softmax_cases gpu_matmul_cases; do  # the kernels' tests (bench's are about timing)
         step "memcheck-$module" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
@@ -61,7 +63,7 @@ for group in "${groups[@]}"; do
       step negative-control-python "Invalid __global__ write|ERROR SUMMARY" \
         compute-sanitizer --tool memcheck $PY scripts/sanitizer_smoke.py --negative-control &
       wait
-      unset PYTORCH_NO_CUDA_MEMORY_CACHING
+      unset PYTORCH_NO_CUDA_MEMORY_CACHING CUDA_PORTFOLIO_NO_TUNING
       ;;
     ncu)
       step compare-softmax "." $PY scripts/compare_backends.py --op softmax --dtype bfloat16 --shape 4096x4096 \

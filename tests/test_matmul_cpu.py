@@ -1,6 +1,7 @@
 """CPU tier for matmul: the Triton kernels through the interpreter on small odd shapes, the public
 API (batching, autograd, torch.compile tracing, empty dims) and its input validation."""
 import unittest
+import unittest.mock
 
 import numpy as np
 import torch
@@ -101,6 +102,34 @@ class TritonMatmulKernelTest(unittest.TestCase):
     def test_check_kernel_unknown_name(self):
         with self.assertRaisesRegex(ValueError, r"unknown triton matmul kernel 'nope'.*'tiled', 'persistent_tma'"):
             self.tm.check_kernel("nope", torch.randn(2, 2), torch.randn(2, 2), False)
+
+    def test_tile_pickers_skip_configs_that_do_not_fit(self):
+        """Autotuning and its untimed form (CUDA_PORTFOLIO_NO_TUNING=1) both pass over a tile that
+        raises OutOfResources; the untimed one takes the first that fits, the timed one the fastest."""
+        import triton
+
+        tm = self.tm
+        configs = tm.TILED_CONFIGS[:3]
+        too_big = triton.runtime.errors.OutOfResources(300000, 232448, "shared memory")
+        launched = []
+
+        def launcher(config):
+            def run():
+                launched.append(config)
+                if config is configs[0]:
+                    raise too_big
+            return run
+
+        self.assertIs(tm._first_that_fits(configs, launcher), configs[1])
+        self.assertEqual(launched, [configs[0], configs[1]])
+        times = {configs[1]: 2.0, configs[2]: 1.0}
+
+        def bench(fn, warmup, rep):
+            fn()
+            return times[launched[-1]]
+
+        with unittest.mock.patch.object(triton.testing, "do_bench", bench):
+            self.assertIs(tm._fastest(configs, launcher), configs[2])
 
     def test_choose_kernel_on_cpu_is_tiled(self):
         self.assertEqual(self.tm.choose_kernel(torch.randn(4, 8), torch.randn(8, 8), False), "tiled")

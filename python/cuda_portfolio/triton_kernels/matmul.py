@@ -354,7 +354,9 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
 
     The class is (kernel, device, dtype, layouts, alignment, tf32, power-of-two buckets of M, N, K);
     its first call times every config once (triton.testing.do_bench, so it synchronizes) and caches
-    the winner. Under the interpreter timing means nothing: the first config that fits is used.
+    the winner. Under the interpreter timing means nothing: the first config that fits is used; the
+    same with CUDA_PORTFOLIO_NO_TUNING=1, for runs whose timing means nothing either (under
+    compute-sanitizer, where do_bench's repeated launches and cache flushes would dominate).
     """
     m, k = a.shape
     n = b.shape[1]
@@ -373,14 +375,29 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     key = (kernel, a.device, a.dtype, la.inner_is_last, lb.inner_is_last, _alignment(a, b, la, lb), allow_tf32,
            _bucket(m), _bucket(n), _bucket(k))
     if key not in _TUNED:
-        timings = {}
-        for config in configs:
-            try:
-                timings[config] = triton.testing.do_bench(launcher(config), warmup=5, rep=20)
-            except triton.runtime.errors.OutOfResources:
-                continue  # this tile does not fit the GPU's shared memory or registers
-        _TUNED[key] = min(timings, key=timings.get)
+        pick = _first_that_fits if os.environ.get("CUDA_PORTFOLIO_NO_TUNING") == "1" else _fastest
+        _TUNED[key] = pick(configs, launcher)
     return launcher(_TUNED[key])
+
+
+def _fastest(configs, launcher) -> TileConfig:
+    timings = {}
+    for config in configs:
+        try:
+            timings[config] = triton.testing.do_bench(launcher(config), warmup=5, rep=20)
+        except triton.runtime.errors.OutOfResources:
+            continue  # this tile does not fit the GPU's shared memory or registers
+    return min(timings, key=timings.get)
+
+
+def _first_that_fits(configs, launcher) -> TileConfig:
+    for config in configs:
+        try:
+            launcher(config)()  # compiles and launches it: raises if the tile does not fit
+            return config
+        except triton.runtime.errors.OutOfResources:
+            continue
+    raise RuntimeError("no matmul tile config fits this GPU's shared memory or registers")
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel: str, allow_tf32: bool) -> None:
