@@ -1,7 +1,7 @@
 // The executable's fixed launch order. Each case launches exactly one kernel when validated,
 // so `ncu --launch-skip K --launch-count 1 cuda_portfolio --test-only` profiles case K+1
 // (counting from 1 in `cuda_portfolio --list`). Append new ops at the end unless the README's
-// launch-order table says otherwise.
+// launch-order paragraph says otherwise.
 #include "app/harness.h"
 
 namespace cp::app {

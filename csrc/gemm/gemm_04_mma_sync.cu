@@ -1,8 +1,8 @@
 // Version 4, tensor cores through mma.sync (fp16/bf16 in, fp32 accumulate), sm_80+.
 // Plan: a 256-thread block (8 warps, 2 along M x 4 along N) computes a 128x128 tile of C,
 // stepping K by 32 through a 4-stage ring of shared-memory tiles filled by cp.async
-// (LDGSTS, 16-byte chunks, 2 chunks of A and 2 of B per thread per stage; chunks past the
-// matrix edge are zero-filled by cp.async's src-size, so any M, N, K works). While stage s
+// (LDGSTS, 16-byte chunks, 2 chunks of A and 2 of B per thread per stage; chunks that cross
+// the matrix edge are loaded element by element and zero-filled, so any M, N, K works). While stage s
 // is being multiplied, stages s+1..s+3 are in flight. Each warp owns a 64x32 sub-tile:
 // per 16-wide k step it loads A with 4 ldmatrix.x4 and B with 2 ldmatrix.x4.trans (LDSM)
 // and issues 4x4 mma.m16n8k16; its 64 fp32 accumulators stay in registers.

@@ -20,7 +20,8 @@
 // swizzle, conflict-free 4-byte stores), and one thread issues TMA stores that clip at the
 // matrix edge; the last ones stay in flight while the next tile's MMAs start. Otherwise (split K,
 // misaligned C) the accumulators are stored straight from registers, masked at the edges.
-// Shared memory: 4 stages x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue = 224 KiB + barriers.
+// Shared memory: 4 stages x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue = 224 KiB, + 1 KiB of
+// alignment slack = 225 KiB dynamic (of 227), + 64 B of barriers.
 // Expected bound: tensor-core issue, ~0.85-1.0x cuBLAS bf16 (600-730 TFLOP/s on H200) on large
 // shapes; one consumer's epilogue still stalls its own next tile, which ping-pong consumers
 // (two tiles in flight) and 2-CTA clusters with TMA multicast would still remove.

@@ -6,8 +6,8 @@
 // flight per lane (a bf16 row of 256 columns: 8 lanes x 4 loads instead of 32 lanes x 1 load,
 // which left too few bytes in flight per SM to cover DRAM latency; see docs/perf-log.md).
 // Bound: DRAM bytes, forward reads x once and writes y once (2 * rows * cols * size); backward
-// reads y, dy once and writes dx (3x), except fp32 backward rows over 512 columns, whose y and dy
-// exceed the 32-value budget and are streamed twice (the second read from L1).
+// reads y, dy once and writes dx (3x), except backward rows over 512 columns, whose y and dy
+// exceed the 32-value budget (in every dtype) and are streamed twice (the second read from L1).
 #include <type_traits>
 
 #include "common/cuda_check.h"

@@ -21,7 +21,7 @@ from .shapes import parse_dtypes, shape_text, shapes_for
 
 EPILOG = """examples:
   %(prog)s --op all --shapes quick                    both ops, both backends, a few shapes (~2-3 min on H200)
-  %(prog)s --op softmax --shapes full --plans all     every softmax plan on the H200.md shapes
+  %(prog)s --op softmax --shapes full --plans all     every softmax plan on the full preset
   %(prog)s --op matmul --shapes 4096x4096x4096,4000x3000x2000 --dtype bf16 --plot gemm.png
   %(prog)s --op softmax --shapes 4096x4096 --direction bwd --dtype fp32,bf16
 

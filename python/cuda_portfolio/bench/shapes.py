@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-# Softmax rows x cols: the /work/shared/H200.md baseline table (short rows to 4M-column rows).
+# Softmax rows x cols: short rows to 4M-column rows (the H200 baseline shapes, plus 2048x50257 and 4x4M).
 SOFTMAX_FULL = [(4096, 4096), (16384, 1024), (65536, 256), (8192, 8192), (4096, 32768), (2048, 50257),
                 (1024, 131072), (256, 262144), (32, 1048576), (4, 4194304)]
 # One shape per softmax plan regime: short rows, medium rows, a vocabulary-sized odd row, few long rows.
