@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from cuda_portfolio._backends import compiled_gpu_unavailable
+from cuda_portfolio.bench.softmax_cases import softmax_backward_error_scale, softmax_backward_reference
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_LOCAL = REPO_ROOT / "results" / "local"
@@ -265,12 +266,8 @@ def make_case(op: str, backend: str, name: str, direction: str, dtype: torch.dty
         else:
             y = torch.softmax(x.float(), dim=-1).to(dtype)
             dy = torch.randn(shape, device=device).to(dtype)
-            y64, dy64 = y.double(), dy.double()
-            dot = (dy64 * y64).sum(dim=-1, keepdim=True)
-            case.reference = y64 * (dy64 - dot)
-            # The size of the two subtracted terms: relative to ||dx||, cancellation on short rows
-            # moves even a correctly rounded fp32 result past 1e-4 (tests/softmax_reference.py).
-            case.scale = float((y64 * dy64).norm() + (y64 * dot).norm())
+            case.reference = softmax_backward_reference(y, dy)
+            case.scale = softmax_backward_error_scale(y, dy)  # the error against the subtracted terms
             case.inputs = [(y, y.clone()), (dy, dy.clone())]
             case._launch = lambda: module.backward(y, dy, case.output, name)
     else:

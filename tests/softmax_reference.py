@@ -1,4 +1,8 @@
-"""Float64 reference for softmax backward and the scale its error is measured against."""
+"""Float64 reference for softmax backward and the scale its error is measured against.
+
+Kept in the tests on purpose (the package has the same formulas in bench/softmax_cases.py for the
+benchmark and scripts): the tests check the package against a reference it does not provide.
+"""
 import torch
 
 

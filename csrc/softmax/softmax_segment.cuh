@@ -31,6 +31,15 @@ struct Tile {
     return k == 0 ? lo : std::numeric_limits<std::int64_t>::min();
   }
 
+  // max(m, every value of the tile), NaN-propagating.
+  __device__ __forceinline__ float max(float m) const {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < W; ++j) m = nan_max(m, v[k][j]);
+    return m;
+  }
+
   // Units of the tile at tile_begin; elements outside [begin, end) read as `fill`. `vectors`:
   // row + tile_begin is 16-byte aligned, so every whole unit is one 16-byte access.
   __device__ __forceinline__ void load(const T* __restrict__ row, std::int64_t tile_begin, std::int64_t begin,
@@ -80,11 +89,7 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
     // Single tile: the exponentials stay in registers, rescaled from this thread's max to the
     // row's by one factor, so each element costs one exp (the MUFU and FMA work halves).
     t.load(x, origin, begin, end, lane, lanes, true, kNegInf);  // -inf padding adds exp(-inf) = 0
-    float m = kNegInf;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < W; ++j) m = nan_max(m, t.v[k][j]);
+    const float m = t.max(kNegInf);
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
@@ -102,11 +107,7 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
   MaxSum part = empty_max_sum();
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
     t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
-    float m = part.max;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < W; ++j) m = nan_max(m, t.v[k][j]);
+    const float m = t.max(part.max);
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
