@@ -1,13 +1,14 @@
 // warp_per_row: short rows (cols <= 1024). A row belongs to a group of kLanes lanes of one warp
-// (kLanes = 8, 16 or 32: the fewest that hold the row within the register budget), so a
-// 256-thread block owns 256 / kLanes consecutive rows. A lane keeps up to 32 fp32 values of its
-// row in registers (16-byte units k * kLanes + lane); reductions are shuffles inside the group:
-// no shared memory, no __syncthreads. Narrow groups for short rows keep several 16-byte loads in
-// flight per lane (a bf16 row of 256 columns: 8 lanes x 4 loads instead of 32 lanes x 1 load,
-// which left too few bytes in flight per SM to cover DRAM latency; see docs/perf-log.md).
+// (kLanes = 8, 16 or 32: the fewest that hold the row at 16 values per operand per lane), so a
+// 256-thread block owns 256 / kLanes consecutive rows. A lane keeps its part of the row in
+// registers (16-byte units k * kLanes + lane; up to 32 fp32 values on the longest rows);
+// reductions are shuffles inside the group: no shared memory, no __syncthreads. A bf16 row of 256
+// columns: 16 lanes x 2 loads, fp32: 16 lanes x 4 loads (the shape of Triton's program; see
+// docs/perf-log.md for the deeper tiles tried before).
 // Bound: DRAM bytes, forward reads x once and writes y once (2 * rows * cols * size); backward
 // reads y, dy once and writes dx (3x), except backward rows over 512 columns, whose y and dy
 // exceed the 32-value budget (in every dtype) and are streamed twice (the second read from L1).
+#include <algorithm>
 #include <type_traits>
 
 #include "common/cuda_check.h"
@@ -20,6 +21,10 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kMinLanes = 8;
+// Values per operand a lane prefers to hold: 16, as Triton's warp_per_row programs do (4096-element
+// tiles over 256 threads). Deeper tiles (32 values) took 77-80 registers in 16-bit forward, three
+// blocks per SM, and ran at 0.60 of copy bandwidth where Triton's shape ran at 0.84.
+constexpr int kPreferredValues = 16;
 
 // The row this thread's lane group owns, the end of its segment (0 for a group past the last
 // row: it touches no memory but still joins its warp's shuffles) and whether the whole warp is
@@ -40,6 +45,13 @@ struct GroupRow {
   }
 };
 
+// 16-bit backward: 4 blocks per SM (64 registers; 71 uncapped gave 3), as Triton's program of the
+// same shape; no spills. fp32 backward would spill at that cap and keeps 3.
+template <typename T>
+constexpr int bwd_min_blocks() {
+  return sizeof(T) == 2 ? 4 : 1;
+}
+
 template <typename T, int kVecs, int kLanes>
 __global__ __launch_bounds__(kThreads) void softmax_parallel_warp_per_row_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t rows,
@@ -52,7 +64,7 @@ __global__ __launch_bounds__(kThreads) void softmax_parallel_warp_per_row_fwd(
 }
 
 template <typename T, int kVecs, int kLanes>
-__global__ __launch_bounds__(kThreads) void softmax_parallel_warp_per_row_bwd(
+__global__ __launch_bounds__(kThreads, bwd_min_blocks<T>()) void softmax_parallel_warp_per_row_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
     T* __restrict__ dx, std::int64_t dx_stride, std::int64_t rows, std::int64_t cols, bool aligned) {
   const GroupRow<kLanes> g(rows, cols);
@@ -67,14 +79,16 @@ struct GroupShape {
   int lanes;  // lanes per row
 };
 
-// The narrowest group (>= kMinLanes) whose lanes hold `span` elements (the row, see tile_span) at
-// the deepest tile the register budget allows; longer rows are streamed by a full warp.
+// The narrowest group (>= kMinLanes) whose lanes hold `span` elements (the row, see tile_span)
+// with at most kPreferredValues per operand per lane; rows too long for that take a full warp at
+// the deepest tile the register budget allows, and longer ones are streamed.
 template <typename T>
 GroupShape group_shape(std::int64_t span, int operands) {
   const std::int64_t units = (span + vec_width<T>() - 1) / vec_width<T>();
   const int max_depth = max_vecs<T>(operands);
+  const int preferred_depth = std::min(max_depth, kPreferredValues / vec_width<T>());
   int lanes = kMinLanes;
-  while (lanes < 32 && (units + lanes - 1) / lanes > max_depth) lanes *= 2;
+  while (lanes < 32 && (units + lanes - 1) / lanes > preferred_depth) lanes *= 2;
   return {tile_depth(units, lanes, max_depth), lanes};
 }
 
