@@ -51,10 +51,19 @@ for group in "${groups[@]}"; do
       # autotuning (timed launches + cache flushes) means nothing under a sanitizer and dominates it.
       export KERNEL_REQUIRE_GPU=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDA_PORTFOLIO_NO_TUNING=1
       step memcheck-executable "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool memcheck cuda_portfolio --test-only &
-      for module in gpu_copy_cases gpu_softmax_cases gpu_matmul_cases; do  # the kernels' tests (bench's are about timing)
+      for module in gpu_copy_cases gpu_matmul_cases; do  # the kernels' tests (bench's are about timing)
         step "memcheck-$module" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
           compute-sanitizer --tool memcheck $PY -m unittest "tests.$module" &
       done
+      # The softmax sweep is the longest step under memcheck (~330 s): one process per backend.
+      for backend in cuda triton; do
+        CUDA_PORTFOLIO_TEST_BACKENDS=$backend step "memcheck-gpu_softmax_cases-sweep-$backend" \
+          "ERROR SUMMARY|^Ran |^OK|^FAILED" compute-sanitizer --tool memcheck $PY -m unittest \
+          tests.gpu_softmax_cases.SoftmaxGpuTest.test_every_backend_plan_dtype_shape_forward_backward &
+      done
+      step "memcheck-gpu_softmax_cases-rest" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
+        compute-sanitizer --tool memcheck $PY -m unittest -k test_operands -k test_api \
+        -k test_special -k test_torch_compile -k test_runs_on -k test_tensor_past tests.gpu_softmax_cases &
       for tool in memcheck racecheck initcheck synccheck; do
         step "$tool-smoke" "ERROR SUMMARY|RACECHECK SUMMARY|[0-9]+ passed" compute-sanitizer --tool "$tool" $PY scripts/sanitizer_smoke.py &
       done

@@ -114,12 +114,8 @@ def negative_control() -> int:
     if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") != "1":
         print("note: without PYTORCH_NO_CUDA_MEMORY_CACHING=1 the bad write lands in the allocator's pool "
               "and memcheck may stay silent")
-    # Both tensors stay referenced until os._exit below: with the allocator cache off, freeing one
-    # calls cudaFree, which reports memcheck's sticky launch error from inside a destructor, and
-    # that aborts the process (seen: SIGABRT, rc 6).
-    tensors = [torch.randn(n, device="cuda")]
     try:
-        tensors.append(native_copy.copy_unmasked_negative_control(tensors[0]))
+        tensors = native_copy.copy_unmasked_negative_control(n, torch.device("cuda"))  # kept alive: see its docstring
         torch.cuda.synchronize()
     except RuntimeError as exc:  # memcheck stops the kernel, so the runtime reports an error afterwards
         print(f"negative control: the CUDA runtime reported: {exc}")

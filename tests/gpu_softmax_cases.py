@@ -12,6 +12,10 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 COLS = (1, 7, 1000, 1025, 4097, 50257, 131072, 1 << 20)
 ROWS = (1, 3, 37, 4097)
 MAX_ELEMENTS = 1 << 26  # per case, so the whole sweep runs in a few minutes
+# The sweep's backends; a sanitizer run splits them over two processes (scripts/reproduce_results.sh).
+SWEEP_BACKENDS = tuple(os.environ.get("CUDA_PORTFOLIO_TEST_BACKENDS", "cuda,triton").split(","))
+if not set(SWEEP_BACKENDS) <= {"cuda", "triton"}:
+    raise ValueError(f"CUDA_PORTFOLIO_TEST_BACKENDS={','.join(SWEEP_BACKENDS)}: use cuda, triton or both")
 
 
 class SoftmaxGpuTest(GpuTestCase):
@@ -26,7 +30,7 @@ class SoftmaxGpuTest(GpuTestCase):
 
     def test_every_backend_plan_dtype_shape_forward_backward(self):
         """Each plan's forward/backward called directly on NaN-filled outputs, then via cp.softmax."""
-        for backend in ("cuda", "triton"):
+        for backend in SWEEP_BACKENDS:
             module = _backend_module(backend)
             shapes_run = {plan: 0 for plan in module.plans()}
             for dtype in DTYPES:
@@ -66,7 +70,7 @@ class SoftmaxGpuTest(GpuTestCase):
             view = flat[offset:].view(rows, cols)
             return view.fill_(fill) if fill is not None else view
 
-        for backend in ("cuda", "triton"):
+        for backend in SWEEP_BACKENDS:
             module = _backend_module(backend)
             for dtype in (torch.float32, torch.bfloat16):
                 for rows, cols in ((37, 1000), (5, 1025), (3, 4097), (2, 50257)):
