@@ -51,7 +51,7 @@ for group in "${groups[@]}"; do
       # autotuning (timed launches + cache flushes) means nothing under a sanitizer and dominates it.
       export KERNEL_REQUIRE_GPU=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDA_PORTFOLIO_NO_TUNING=1
       step memcheck-executable "ERROR SUMMARY|[0-9]+ passed" compute-sanitizer --tool memcheck cuda_portfolio --test-only &
-      for module in gpu_copy_cases gpu_matmul_cases; do  # the kernels' tests (bench's are about timing)
+      for module in gpu_copy_cases gpu_matmul_cases gpu_bench_cases; do  # bench: the harness's launches, untimed here
         step "memcheck-$module" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
           compute-sanitizer --tool memcheck $PY -m unittest "tests.$module" &
       done
