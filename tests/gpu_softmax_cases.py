@@ -70,7 +70,7 @@ class SoftmaxGpuTest(GpuTestCase):
             view = flat[offset:].view(rows, cols)
             return view.fill_(fill) if fill is not None else view
 
-        for backend in SWEEP_BACKENDS:
+        for backend in ("cuda", "triton"):
             module = _backend_module(backend)
             for dtype in (torch.float32, torch.bfloat16):
                 for rows, cols in ((37, 1000), (5, 1025), (3, 4097), (2, 50257)):
