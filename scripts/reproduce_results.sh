@@ -61,7 +61,7 @@ for group in "${groups[@]}"; do
           "ERROR SUMMARY|^Ran |^OK|^FAILED" compute-sanitizer --tool memcheck $PY -m unittest \
           tests.gpu_softmax_cases.SoftmaxGpuTest.test_every_backend_plan_dtype_shape_forward_backward &
       done
-      # ...and every other test method of the module (keep this list in step with the file).
+      # ...and every other test method of the module (tests/test_tooling_cpu.py checks the list).
       step "memcheck-gpu_softmax_cases-rest" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
         compute-sanitizer --tool memcheck $PY -m unittest -k test_operands -k test_api \
         -k test_special -k test_torch_compile -k test_runs_on -k test_tensor_past tests.gpu_softmax_cases &

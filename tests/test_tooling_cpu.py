@@ -4,8 +4,10 @@ inspect_kernel.py must produce every compiler stage and the resource table (Trit
 for sm_90a; CUDA through nvcc when it is on PATH); the GPU-only scripts must refuse in one clear
 line; compare_backends.py must say that it claims no counter results when ncu is missing.
 """
+import ast
 import importlib.util
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -187,3 +189,24 @@ class CompareBackendsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SanitizerGroupTest(unittest.TestCase):
+    def test_memcheck_steps_cover_every_softmax_test_method_once(self):
+        """reproduce_results.sh runs the softmax sweep per backend and lists the module's other
+        methods by -k pattern; a method added to the module must not fall out of the memcheck run."""
+        tests_file = Path(__file__).resolve().parent / "gpu_softmax_cases.py"
+        methods = [node.name for node in ast.walk(ast.parse(tests_file.read_text()))
+                   if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+        script = (SCRIPTS / "reproduce_results.sh").read_text()
+        rest_step = script[script.index('step "memcheck-gpu_softmax_cases-rest"'):]
+        rest_step = rest_step[:rest_step.index("&\n")]
+        patterns = re.findall(r"-k (\S+)", rest_step)
+        sweep = "test_every_backend_plan_dtype_shape_forward_backward"
+        self.assertIn(f"SoftmaxGpuTest.{sweep}", script)
+        for name in methods:
+            matched = [k for k in patterns if k in name]
+            if name == sweep:
+                self.assertEqual(matched, [], "the sweep runs in its own per-backend steps")
+            else:
+                self.assertTrue(matched, f"{name} is missing from the memcheck-gpu_softmax_cases-rest step")
