@@ -37,6 +37,18 @@ def run_script(name, *args, timeout=600):
                           env=env, timeout=timeout)
 
 
+def max_loads_in_one_block(sass: str) -> int:
+    """The most LDG.E.128 between two control-flow instructions in one function's SASS."""
+    best = run = 0
+    for line in sass.splitlines():
+        if re.search(r"\b(BRA|BSYNC|EXIT|RET)\b", line):
+            run = 0
+        elif "LDG.E.128" in line:
+            run += 1
+            best = max(best, run)
+    return best
+
+
 def triton_op_compiles_ahead_of_time(op):
     if importlib.util.find_spec(f"cuda_portfolio.triton_kernels.{op}") is None:
         return False
@@ -128,6 +140,19 @@ class InspectKernelTest(unittest.TestCase):
             with self.subTest(ptx=ptx.name):
                 self.assertIn("st.global.v4.b32", ptx.read_text())
                 self.assertIn("STG.E.128", ptx.with_suffix(".sass").read_text())
+        # 16-bit kernels issue a thread's 16-byte loads together: at least two LDG.E.128 in one
+        # basic block. Before Tile::load's whole-unit path each load sat behind its own branch
+        # and reused one destination register, so each waited for the one before.
+        checked = 0
+        for sass in sorted((out / "cuda").glob("softmax_*.sass")):
+            for chunk in sass.read_text().split("Function : ")[1:]:
+                mangled = chunk.split()[0]
+                depth = re.search(r"I(?:13__nv_bfloat16|6__half)Li(\d+)E", mangled)  # <bf16 or half, depth, ...>
+                if depth and int(depth.group(1)) >= 2:
+                    checked += 1
+                    with self.subTest(kernel=mangled):
+                        self.assertGreaterEqual(max_loads_in_one_block(chunk), 2)
+        self.assertGreater(checked, 0, "no 16-bit kernel with two or more units per thread found")
 
     @unittest.skipUnless(NVCC, "nvcc not on PATH: the CUDA part is skipped by design")
     def test_matmul_cuda_every_version_and_the_hopper_instructions(self):

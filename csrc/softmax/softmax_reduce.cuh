@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "common/numeric.cuh"
 
@@ -139,20 +140,47 @@ __device__ __forceinline__ void store_unit(T* p, const Vec<T>& v) {
                : "memory");
 }
 
-// Elements [i, i + W) of `row` as floats; those before `lo` or at or past `end` read as `fill`.
+// The unit of elements [i, i + W) of `row`; those before `lo` or at or past `end` read as `fill`.
 // One 16-byte load when the unit is whole and `vectors` (the caller knows the unit is 16-byte
 // aligned), element loads otherwise.
 template <typename T>
-__device__ __forceinline__ void load_vec(const T* __restrict__ row, std::int64_t i, std::int64_t lo, std::int64_t end,
-                                         bool vectors, float fill, float (&out)[vec_width<T>()]) {
+__device__ __forceinline__ Vec<T> load_vec(const T* __restrict__ row, std::int64_t i, std::int64_t lo,
+                                           std::int64_t end, bool vectors, float fill) {
   constexpr int W = vec_width<T>();
-  if (vectors && i >= lo && i + W <= end) {
-    const Vec<T> v = load_unit(row + i);
+  if (vectors && i >= lo && i + W <= end) return load_unit(row + i);
+  const T filler = from_float<T>(fill);
+  Vec<T> v;
 #pragma unroll
-    for (int j = 0; j < W; ++j) out[j] = to_float(v.e[j]);
+  for (int j = 0; j < W; ++j) v.e[j] = i + j >= lo && i + j < end ? row[i + j] : filler;
+  return v;
+}
+
+// Element j of a unit as fp32. The 16-bit conversions are volatile asm so that the compiler
+// converts again in each pass over a tile instead of keeping converted fp32 copies of the
+// whole tile alive between passes (more registers than the raw units, and spills at the
+// 64-register caps). One instruction per element and pass.
+template <typename T>
+__device__ __forceinline__ float unpack(const Vec<T>& v, int j) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v.e[j];
   } else {
-#pragma unroll
-    for (int j = 0; j < W; ++j) out[j] = i + j >= lo && i + j < end ? to_float(row[i + j]) : fill;
+    std::uint32_t word;  // elements j & ~1 (low half) and j | 1 (high half)
+    memcpy(&word, &v.e[j & ~1], sizeof(word));
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // bf16 is the top half of an fp32
+      std::uint32_t bits;
+      if (j & 1)
+        asm volatile("and.b32 %0, %1, 0xffff0000;" : "=r"(bits) : "r"(word));
+      else
+        asm volatile("shl.b32 %0, %1, 16;" : "=r"(bits) : "r"(word));
+      return __uint_as_float(bits);
+    } else {
+      float r;
+      if (j & 1)
+        asm volatile("{\n.reg .f16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.f32.f16 %0, hi;\n}" : "=f"(r) : "r"(word));
+      else
+        asm volatile("{\n.reg .f16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.f32.f16 %0, lo;\n}" : "=f"(r) : "r"(word));
+      return r;
+    }
   }
 }
 

@@ -23,7 +23,11 @@ namespace cp::softmax_detail {
 template <typename T, int kVecs>
 struct Tile {
   static constexpr int W = vec_width<T>();
-  float v[kVecs][W];
+  // The raw 16-byte units, converted to fp32 at each use: a 16-bit tile waits for the row
+  // reduction in half the registers of its fp32 values.
+  Vec<T> u[kVecs];
+
+  __device__ __forceinline__ float at(int k, int j) const { return unpack(u[k], j); }
 
   // Only a thread's first unit can start before `begin` (tiles start at most W - 1 elements
   // early); later units get no lower bound, which the compiler folds away.
@@ -36,7 +40,7 @@ struct Tile {
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < W; ++j) m = nan_max(m, v[k][j]);
+      for (int j = 0; j < W; ++j) m = nan_max(m, at(k, j));
     return m;
   }
 
@@ -48,14 +52,44 @@ struct Tile {
     const std::int64_t first = tile_begin + static_cast<std::int64_t>(lane) * W;
     const std::int64_t step = static_cast<std::int64_t>(lanes) * W;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) load_vec(row + first, k * step, unit_lo(k, begin - first), end - first, vectors, fill, v[k]);
+    const std::int64_t lo = begin - first, hi = end - first;
+    // The common case: each unit lies whole inside [begin, end) or wholly past `end`; the loads
+    // are then predicated, independent and all in flight at once. Only a thread holding a
+    // ragged unit (a row's misaligned start or its last partial unit) takes the per-unit path.
+    // Its branches join every unit's 16-byte and element loads, and in 16-bit kernels the
+    // compiler gave all the 16-byte loads one destination, so each waited for the one before
+    // (the SASS of every 16-bit plan did that for every unit before this fast path existed;
+    // docs/perf-log.md).
+    bool whole_units = vectors && lo <= 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) whole_units = whole_units && (k * step + W <= hi || k * step >= hi);
+    if (whole_units) {
+      const T filler = from_float<T>(fill);
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k) {
+#pragma unroll
+        for (int j = 0; j < W; ++j) u[k].e[j] = filler;
+        if (k * step + W <= hi) u[k] = load_unit(row + first + k * step);
+      }
+      return;
+    }
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) u[k] = load_vec(row + first, k * step, unit_lo(k, lo), hi, vectors, fill);
   }
-  __device__ __forceinline__ void store(T* __restrict__ row, std::int64_t tile_begin, std::int64_t begin,
-                                        std::int64_t end, int lane, int lanes, bool vectors) const {
+
+  // Writes value(k, j) (fp32) for element j of unit k, over the same units load() reads.
+  template <typename F>
+  static __device__ __forceinline__ void store(T* __restrict__ row, std::int64_t tile_begin, std::int64_t begin,
+                                               std::int64_t end, int lane, int lanes, bool vectors, F value) {
     const std::int64_t first = tile_begin + static_cast<std::int64_t>(lane) * W;
     const std::int64_t step = static_cast<std::int64_t>(lanes) * W;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) store_vec(row + first, k * step, unit_lo(k, begin - first), end - first, vectors, v[k]);
+    for (int k = 0; k < kVecs; ++k) {
+      float out[W];
+#pragma unroll
+      for (int j = 0; j < W; ++j) out[j] = value(k, j);
+      store_vec(row + first, k * step, unit_lo(k, begin - first), end - first, vectors, out);
+    }
   }
 };
 
@@ -90,18 +124,15 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
     // row's by one factor, so each element costs one exp (the MUFU and FMA work halves).
     t.load(x, origin, begin, end, lane, lanes, true, kNegInf);  // -inf padding adds exp(-inf) = 0
     const float m = t.max(kNegInf);
+    float e[kVecs][W];
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < W; ++j) s += t.v[k][j] = exp_shifted(t.v[k][j], m);
+      for (int j = 0; j < W; ++j) s += e[k][j] = exp_shifted(t.at(k, j), m);
     const MaxSum row = scope.reduce(MaxSum{m, s});
     const float scale = rescale(m, row.max) / row.sum;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < W; ++j) t.v[k][j] *= scale;
-    t.store(y, origin, begin, end, lane, lanes, y_vectors);
+    t.store(y, origin, begin, end, lane, lanes, y_vectors, [&](int k, int j) { return e[k][j] * scale; });
     return;
   }
   MaxSum part = empty_max_sum();
@@ -112,18 +143,15 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < W; ++j) s += exp_shifted(t.v[k][j], m);
+      for (int j = 0; j < W; ++j) s += exp_shifted(t.at(k, j), m);
     part = {m, part.sum * rescale(part.max, m) + s};
   }
   const MaxSum row = scope.reduce(part);
   const float inv_sum = 1.0f / row.sum;
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
     t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < W; ++j) t.v[k][j] = exp_shifted(t.v[k][j], row.max) * inv_sum;
-    t.store(y, t0, begin, end, lane, lanes, y_vectors);
+    t.store(y, t0, begin, end, lane, lanes, y_vectors,
+            [&](int k, int j) { return exp_shifted(t.at(k, j), row.max) * inv_sum; });
   }
 }
 
@@ -145,7 +173,7 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < Tile<T, kVecs>::W; ++j) dot = fmaf(ty.v[k][j], tdy.v[k][j], dot);
+      for (int j = 0; j < Tile<T, kVecs>::W; ++j) dot = fmaf(ty.at(k, j), tdy.at(k, j), dot);
   }
   const float row_dot = scope.reduce(dot);
   const bool dx_vectors = same_phase(static_cast<const T*>(dx), y, begin, aligned);
@@ -154,11 +182,8 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
       ty.load(y, t0, begin, end, lane, lanes, true, 0.0f);
       tdy.load(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
     }
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < Tile<T, kVecs>::W; ++j) ty.v[k][j] *= tdy.v[k][j] - row_dot;
-    ty.store(dx, t0, begin, end, lane, lanes, dx_vectors);
+    ty.store(dx, t0, begin, end, lane, lanes, dx_vectors,
+             [&](int k, int j) { return ty.at(k, j) * (tdy.at(k, j) - row_dot); });
   }
 }
 
