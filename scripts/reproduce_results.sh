@@ -55,16 +55,20 @@ for group in "${groups[@]}"; do
         step "memcheck-$module" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
           compute-sanitizer --tool memcheck $PY -m unittest "tests.$module" &
       done
-      # The softmax sweep is the longest step under memcheck (~330 s): one process per backend.
-      for backend in cuda triton; do
-        CUDA_PORTFOLIO_TEST_BACKENDS=$backend step "memcheck-gpu_softmax_cases-sweep-$backend" \
-          "ERROR SUMMARY|^Ran |^OK|^FAILED" compute-sanitizer --tool memcheck $PY -m unittest \
-          tests.gpu_softmax_cases.SoftmaxGpuTest.test_every_backend_plan_dtype_shape_forward_backward &
-      done
-      # ...and every other test method of the module (tests/test_tooling_cpu.py checks the list).
-      step "memcheck-gpu_softmax_cases-rest" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
-        compute-sanitizer --tool memcheck $PY -m unittest -k test_operands -k test_api \
-        -k test_special -k test_torch_compile -k test_runs_on -k test_tensor_past tests.gpu_softmax_cases &
+      # The softmax sweep is the longest step under memcheck (~125 s per backend) and the hungriest: memcheck
+      # keeps device memory per freed large tensor, so one process per backend, and these softmax
+      # steps run one after another (side by side they ran out of the H200's 141 GB).
+      (
+        for backend in cuda triton; do
+          CUDA_PORTFOLIO_TEST_BACKENDS=$backend step "memcheck-gpu_softmax_cases-sweep-$backend" \
+            "ERROR SUMMARY|^Ran |^OK|^FAILED" compute-sanitizer --tool memcheck $PY -m unittest \
+            tests.gpu_softmax_cases.SoftmaxGpuTest.test_every_backend_plan_dtype_shape_forward_backward
+        done
+        # ...and every other test method of the module (tests/test_tooling_cpu.py checks the list).
+        step "memcheck-gpu_softmax_cases-rest" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
+          compute-sanitizer --tool memcheck $PY -m unittest -k test_operands -k test_api \
+          -k test_special -k test_torch_compile -k test_runs_on -k test_tensor_past tests.gpu_softmax_cases
+      ) &
       for tool in memcheck racecheck initcheck synccheck; do
         step "$tool-smoke" "ERROR SUMMARY|RACECHECK SUMMARY|[0-9]+ passed" compute-sanitizer --tool "$tool" $PY scripts/sanitizer_smoke.py &
       done
