@@ -217,13 +217,15 @@ class Case:
         return passed, f"rel_err={rel:.2e} (tol {self.tolerance:.0e})"
 
 
-def resolve_name(op: str, backend: str, name: str, dtype: torch.dtype, shape: tuple, device, allow_tf32=False) -> str:
-    """'auto' -> the plan/kernel the backend would pick for this shape; other names unchanged."""
+def resolve_name(op: str, backend: str, name: str, dtype: torch.dtype, shape: tuple, device, allow_tf32=False,
+                 direction="fwd") -> str:
+    """'auto' -> the plan/kernel the backend would pick for this shape (and softmax direction); other
+    names unchanged."""
     if name != "auto" or op == "copy":
         return "copy_rows" if op == "copy" else name
     module = backend_module(op, backend)
     if op == "softmax":
-        return module.choose_plan(shape[0], shape[1], dtype, torch.device(device))
+        return module.choose_plan(shape[0], shape[1], dtype, torch.device(device), direction)
     a, b = _matmul_operands(shape, dtype, device)
     return module.choose_kernel(a, b, allow_tf32)
 

@@ -73,11 +73,11 @@ def build_cases(op, backend, plan, directions, dtype, shape):
         yield None, f"skip {op} {backend}: backend unavailable: {unavailable}"
         return
     try:
-        names = common.variant_names(op, backend) if plan == "all" else [
-            common.resolve_name(op, backend, plan, dtype, shape, "cuda")]
-        for name in names:
-            refused = common.refusal(op, backend, name, dtype, shape, "cuda")
-            for direction in directions:
+        for direction in directions:  # "auto" may pick a different plan per direction
+            names = common.variant_names(op, backend) if plan == "all" else [
+                common.resolve_name(op, backend, plan, dtype, shape, "cuda", direction=direction)]
+            for name in names:
+                refused = common.refusal(op, backend, name, dtype, shape, "cuda")
                 if refused:
                     yield None, f"skip {op} {backend} {name} {direction}: {refused}"
                 else:

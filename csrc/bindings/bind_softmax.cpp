@@ -11,10 +11,14 @@ void bind_softmax(py::module_& m) {
   m.def("softmax_plans", &softmax_plan_names, "Every native softmax plan name (on any GPU).");
   m.def(
       "softmax_choose_plan",
-      [](const std::string& dtype, std::int64_t rows, std::int64_t cols, int device) -> std::string {
-        return softmax_plan_name(softmax_choose_plan(parse_dtype(dtype), rows, cols, device));
+      [](const std::string& dtype, std::int64_t rows, std::int64_t cols, int device, const std::string& direction) {
+        if (direction != "fwd" && direction != "bwd")
+          throw std::invalid_argument("softmax_choose_plan: direction must be 'fwd' or 'bwd', got '" + direction + "'");
+        const auto dir = direction == "fwd" ? SoftmaxDirection::Forward : SoftmaxDirection::Backward;
+        return std::string(softmax_plan_name(softmax_choose_plan(parse_dtype(dtype), rows, cols, device, dir)));
       },
-      py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("device"));
+      py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("device"), py::arg("direction"),
+      "The plan plan='auto' runs for this shape and direction ('fwd' or 'bwd').");
   m.def(
       "softmax_check_plan",
       [](const std::string& plan, const std::string& dtype, std::int64_t rows, std::int64_t cols, int device) {

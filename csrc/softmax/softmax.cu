@@ -72,18 +72,41 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
   throw std::invalid_argument("softmax: unknown plan '" + name + "'; plans: " + known);
 }
 
-// Short rows: a warp each. Enough rows to fill the GPU: a block each while the row fits one
-// block's registers, then a cluster per row on Hopper. Few long rows: split across blocks so
-// every SM works. block_online (two reads) only where nothing keeps the row on chip.
-SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device) {
+// Short rows: a warp each; rows up to 16384 columns with enough rows to fill the GPU: a block each.
+// Longer rows are measured, not derived: the rule below follows `--plans all` on the H200
+// (results/h200/softmax-plans.json, every plan timed at 6 long-row shapes, fp32 and bf16, fwd and bwd):
+// - fewer than ~32 rows: split_row, which spreads a row over the most blocks (0.36-0.61x copy;
+//   cluster_split_row 0.24-0.53x, block_online 0.02-0.36x);
+// - 16-bit forward: block_online (0.59-0.75x; the cluster plan 0.39-0.66x): with 2-byte loads a
+//   block has enough rows in flight that reading x twice (the second read from L2) costs less
+//   than the cluster's barriers;
+// - 16-bit backward: block_per_row up to 32768 columns, block_online with many rows (>= 12 per SM),
+//   else split_row;
+// - fp32: cluster_split_row on Hopper with >= 2 rows per SM, except the backward of long rows with
+//   fewer than 12 rows per SM (1024x131072: split_row 0.79x, cluster 0.71x); split_row below 2 rows
+//   per SM.
+// Off Hopper (no cluster plan) fp32 keeps block_per_row / block_online with enough rows.
+SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device,
+                                SoftmaxDirection direction) {
   if (cols <= softmax_detail::kWarpPerRowMaxCols) return SoftmaxPlan::WarpPerRow;
   const std::int64_t sms = sm_count_of(device);
   if (cols <= 16384 && rows >= sms) return SoftmaxPlan::BlockPerRow;
-  if (cols <= 262144 && rows >= sms / 4 &&  // >= 33 rows x up to 8 CTAs fill 132 SMs twice
-      softmax_plan_unsupported(SoftmaxPlan::ClusterSplitRow, dtype, rows, cols, device).empty())
-    return SoftmaxPlan::ClusterSplitRow;
+  if (rows < sms / 4) return SoftmaxPlan::SplitRow;
+  const bool forward = direction == SoftmaxDirection::Forward;
+  const bool many_rows = rows >= 12 * sms;
+  const bool fits_block = cols <= softmax_detail::kBlockPerRowMaxCols;
+  if (dtype != DType::F32) {
+    if (rows < sms) return SoftmaxPlan::SplitRow;
+    if (forward) return SoftmaxPlan::BlockOnline;
+    if (fits_block) return SoftmaxPlan::BlockPerRow;
+    return many_rows ? SoftmaxPlan::BlockOnline : SoftmaxPlan::SplitRow;
+  }
   if (rows < 2 * sms) return SoftmaxPlan::SplitRow;
-  return cols <= softmax_detail::kBlockPerRowMaxCols ? SoftmaxPlan::BlockPerRow : SoftmaxPlan::BlockOnline;
+  const bool cluster_runs =
+      softmax_plan_unsupported(SoftmaxPlan::ClusterSplitRow, dtype, rows, cols, device).empty();
+  if (cluster_runs && (forward || many_rows || fits_block)) return SoftmaxPlan::ClusterSplitRow;
+  if (cluster_runs) return SoftmaxPlan::SplitRow;
+  return fits_block ? SoftmaxPlan::BlockPerRow : SoftmaxPlan::BlockOnline;
 }
 
 std::string softmax_plan_unsupported(SoftmaxPlan plan, DType /*dtype*/, std::int64_t rows, std::int64_t cols,

@@ -23,6 +23,7 @@
 namespace cp {
 
 enum class SoftmaxPlan { WarpPerRow, BlockPerRow, BlockOnline, SplitRow, ClusterSplitRow };
+enum class SoftmaxDirection { Forward, Backward };
 
 // Every plan name in the order above (cluster_split_row included on any build/GPU).
 std::vector<std::string> softmax_plan_names();
@@ -30,8 +31,9 @@ const char* softmax_plan_name(SoftmaxPlan plan);
 // std::invalid_argument naming the known plans for anything else ("auto" is not a plan).
 SoftmaxPlan parse_softmax_plan(const std::string& name);
 
-// The plan expected to be fastest for this shape on `device` (what plan="auto" runs).
-SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device);
+// The plan expected to be fastest for this shape and direction on `device` (what plan="auto" runs).
+SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device,
+                                SoftmaxDirection direction);
 // "" when `plan` can run this shape on `device` (forward and backward), else the reason.
 std::string softmax_plan_unsupported(SoftmaxPlan plan, DType dtype, std::int64_t rows, std::int64_t cols,
                                      int device);

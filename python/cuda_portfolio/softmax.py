@@ -53,7 +53,7 @@ def _kernel_rows(t: torch.Tensor) -> torch.Tensor:
 def softmax_fwd(x: torch.Tensor, backend: str, plan: str) -> torch.Tensor:
     """Softmax over the last dim of `x` (at least 1-d) into a new contiguous tensor."""
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    plan = _resolve_plan(backend, plan, x)
+    plan = _resolve_plan(backend, plan, x, "fwd")
     if x.numel() > 0:
         with device_guard(x):
             _backend_module(backend).forward(_kernel_rows(x), y.view(-1, x.shape[-1]), plan)
@@ -69,7 +69,7 @@ def _softmax_fwd_fake(x, backend, plan):
 def softmax_bwd(y: torch.Tensor, dy: torch.Tensor, backend: str, plan: str) -> torch.Tensor:
     """dx = y * (dy - sum(y * dy)) over the last dim, into a new contiguous tensor."""
     dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
-    plan = _resolve_plan(backend, plan, y)
+    plan = _resolve_plan(backend, plan, y, "bwd")
     if y.numel() > 0:
         with device_guard(y):
             _backend_module(backend).backward(_kernel_rows(y), _kernel_rows(dy.to(y.dtype)),
@@ -95,14 +95,14 @@ def _softmax_fwd_backward(ctx, dy):
 softmax_fwd.register_autograd(_softmax_fwd_backward, setup_context=_save_for_backward)
 
 
-def _resolve_plan(backend: str, plan: str, x: torch.Tensor) -> str:
+def _resolve_plan(backend: str, plan: str, x: torch.Tensor, direction: str) -> str:
     """The concrete plan for rows over the last dim of `x`, or a ValueError. Runs inside the custom
     ops, so torch.compile never traces the backends' (native) plan queries."""
     module = _backend_module(backend)
     cols = x.shape[-1]
     rows = x.numel() // cols if cols else 0
     if plan == "auto":
-        return module.choose_plan(rows, cols, x.dtype, x.device) if rows * cols > 0 else plan
+        return module.choose_plan(rows, cols, x.dtype, x.device, direction) if rows * cols > 0 else plan
     if plan not in module.plans():
         raise ValueError(f"softmax: unknown plan {plan!r} for backend {backend!r}; choose 'auto' or one of "
                          f"{', '.join(module.plans())}")

@@ -44,7 +44,7 @@ def make_softmax_case(shape, dtype: torch.dtype, direction: str, backends, all_p
     for backend in backends:
         case.providers += our_providers(
             backend, BACKEND_MODULES[backend], all_plans, list_names=lambda m: m.plans(),
-            choose=lambda m: m.choose_plan(rows, cols, dtype, dev),
+            choose=lambda m: m.choose_plan(rows, cols, dtype, dev, direction),
             check=lambda m, plan: m.check_plan(plan, rows, cols, dtype, dev),
             bind=lambda m, plan: _bind_ours(m, direction, plan))
     if peers:

@@ -30,9 +30,10 @@ def _device_index(device: torch.device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
-def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> str:
-    """The plan the native backend expects to be fastest for this shape (what plan='auto' runs)."""
-    return native_module().softmax_choose_plan(_dtype_name(dtype), rows, cols, _device_index(device))
+def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, direction: str = "fwd") -> str:
+    """The plan the native backend expects to be fastest for this shape and direction ("fwd" or "bwd";
+    what plan='auto' runs). The long-row choice differs by direction; csrc/softmax/softmax.cu says why."""
+    return native_module().softmax_choose_plan(_dtype_name(dtype), rows, cols, _device_index(device), direction)
 
 
 def check_plan(plan: str, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
@@ -45,9 +46,9 @@ def check_plan(plan: str, rows: int, cols: int, dtype: torch.dtype, device: torc
         raise ValueError(f"softmax: plan {plan!r} {why}")
 
 
-def _resolve(plan: str, t: torch.Tensor) -> str:
+def _resolve(plan: str, t: torch.Tensor, direction: str) -> str:
     if plan == "auto":
-        return choose_plan(t.shape[0], t.shape[1], t.dtype, t.device)
+        return choose_plan(t.shape[0], t.shape[1], t.dtype, t.device, direction)
     check_plan(plan, t.shape[0], t.shape[1], t.dtype, t.device)
     return plan
 
@@ -64,7 +65,7 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
     """y2d = softmax(x2d) over each row, with the named plan (or 'auto')."""
     if x2d.numel() == 0:
         return
-    plan = _resolve(plan, x2d)
+    plan = _resolve(plan, x2d, "fwd")
     stream, device = stream_and_device(x2d)
     ws_ptr, ws_bytes, _ws = _workspace(plan, x2d, device)  # freed after the launch is queued: stream-ordered
     native_module().softmax_forward(plan, DTYPE_NAMES[x2d.dtype], x2d.shape[0], x2d.shape[1], x2d.data_ptr(),
@@ -76,7 +77,7 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
     """dx2d = y2d * (dy2d - sum(y2d * dy2d)) over each row, with the named plan (or 'auto')."""
     if y2d.numel() == 0:
         return
-    plan = _resolve(plan, y2d)
+    plan = _resolve(plan, y2d, "bwd")
     stream, device = stream_and_device(y2d)
     ws_ptr, ws_bytes, _ws = _workspace(plan, y2d, device)
     native_module().softmax_backward(plan, DTYPE_NAMES[y2d.dtype], y2d.shape[0], y2d.shape[1], y2d.data_ptr(),

@@ -284,9 +284,10 @@ def check_plan(plan: str, rows: int, cols: int, dtype: torch.dtype, device: torc
                          "whole row in registers; use 'block_online' or 'split_row'")
 
 
-def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> str:
+def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, direction: str = "fwd") -> str:
     """Short rows: several per program; rows that fit in registers: one per program; longer rows:
-    online when there are enough rows to give every SM several, else split across programs."""
+    online when there are enough rows to give every SM several, else split across programs.
+    The same plan both ways (`direction` is accepted for the backends' common interface)."""
     if cols <= WARP_PER_ROW_MAX_COLS:
         return "warp_per_row"
     if cols <= BLOCK_PER_ROW_MAX_COLS:
