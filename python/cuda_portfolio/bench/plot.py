@@ -9,6 +9,7 @@ Only records whose output validated (status ok) are drawn; the A/A control is le
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -105,18 +106,19 @@ def render_plot(doc: dict, path: str) -> None:
 
 
 def main(argv=None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m cuda_portfolio.bench.plot RESULTS.json OUT.png", file=sys.stderr)
-        return 2
-    with open(args[0]) as f:
+    parser = argparse.ArgumentParser(prog="python -m cuda_portfolio.bench.plot",
+                                     description="Render the plot of a benchmark results file.")
+    parser.add_argument("results", type=argparse.FileType("r"), help="a results JSON file (--json of the benchmark)")
+    parser.add_argument("out", help="the image to write (.png, .svg, .pdf)")
+    args = parser.parse_args(argv)
+    with args.results as f:
         doc = json.load(f)
     try:
-        render_plot(doc, args[1])
+        render_plot(doc, args.out)
     except (RuntimeError, ValueError) as exc:
         print(f"plot: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {args[1]}")
+    print(f"wrote {args.out}")
     return 0
 
 

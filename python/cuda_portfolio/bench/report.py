@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import argparse
 import json
 import sys
 
@@ -79,11 +80,11 @@ def summary_lines(records: list[dict]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m cuda_portfolio.bench.report RESULTS.json", file=sys.stderr)
-        return 2
-    with open(args[0]) as f:
+    parser = argparse.ArgumentParser(prog="python -m cuda_portfolio.bench.report",
+                                     description="Print the table of a benchmark results file.")
+    parser.add_argument("results", type=argparse.FileType("r"), help="a results JSON file (--json of the benchmark)")
+    args = parser.parse_args(argv)
+    with args.results as f:
         print(render_table(json.load(f)))
     return 0
 

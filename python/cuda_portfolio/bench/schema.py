@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -139,15 +140,16 @@ def validate_results(doc) -> list[str]:
 
 
 def main(argv=None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m cuda_portfolio.bench.schema RESULTS.json", file=sys.stderr)
-        return 2
-    with open(args[0]) as f:
+    parser = argparse.ArgumentParser(prog="python -m cuda_portfolio.bench.schema",
+                                     description="Check a benchmark results file against the schema "
+                                                 "(exit 1 and one line per problem if it does not match).")
+    parser.add_argument("results", type=argparse.FileType("r"), help="a results JSON file (--json of the benchmark)")
+    args = parser.parse_args(argv)
+    with args.results as f:
         problems = validate_results(json.load(f))
     for line in problems:
         print(line)
-    print(f"{args[0]}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
+    print(f"{args.results.name}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
     return 1 if problems else 0
 
 
