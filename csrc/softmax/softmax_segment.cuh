@@ -51,7 +51,6 @@ struct Tile {
     // Offsets relative to this thread's first unit: one 64-bit base, small per-unit steps.
     const std::int64_t first = tile_begin + static_cast<std::int64_t>(lane) * W;
     const std::int64_t step = static_cast<std::int64_t>(lanes) * W;
-#pragma unroll
     const std::int64_t lo = begin - first, hi = end - first;
     // The common case: each unit lies whole inside [begin, end) or wholly past `end`; the loads
     // are then predicated, independent and all in flight at once. Only a thread holding a
