@@ -94,6 +94,51 @@ class MatmulGpuTest(GpuTestCase):
         b = self.operand(16384, 256, torch.bfloat16)
         self.check_kernel_on("triton", "tiled", a, b, False, 1e-2, "split-K 256x256x16384")
 
+    def test_wgmma_tma_split_k_in_kernel_is_deterministic_and_graph_safe(self):
+        """wgmma_tma adds the split-K slices inside the kernel, in split order whatever the order the
+        blocks finish in: every run is bit-identical, also under CUDA graph replay (the tile
+        counters are zeroed by a memset node per launch, the workspace comes from torch.empty)."""
+        from cuda_portfolio.native import DTYPE_NAMES, native_module
+
+        module = backend_module("cuda")
+        # All split K on a GPU with >= 64 SMs (<= 32 output tiles of 128x256). 129x257: C rows not
+        # 16-byte aligned (direct stores); 129x264: TMA stores; both clipped in M and N.
+        for m, n, k in ((1024, 1024, 16384), (128, 8192, 8192), (129, 257, 1023), (129, 264, 1024)):
+            for dtype in (torch.bfloat16, torch.float16):
+                what = f"cuda/wgmma_tma split-K {dtype} {m}x{n}x{k}"
+                with self.subTest(what):
+                    a, b = self.operand(m, k, dtype), self.operand(k, n, dtype)
+                    try:
+                        module.check_kernel("wgmma_tma", a, b, False)
+                    except ValueError as exc:
+                        self.skipTest(str(exc))
+                    device = torch.cuda.current_device()
+                    workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
+                    self.assertGreater(workspace, 0, f"{what}: K is not split on this GPU")
+                    outs = []
+                    for _ in range(5):
+                        out = poisoned_like(torch.empty(m, n, dtype=dtype, device="cuda"))
+                        module.matmul(a, b, out, "wgmma_tma", False)
+                        outs.append(out)
+                    torch.cuda.synchronize()
+                    self.assertClose(outs[0], a.double() @ b.double(), TOLERANCE[dtype], what)
+                    for i, out in enumerate(outs[1:], 1):
+                        self.assertTrue(torch.equal(out, outs[0]), f"{what}: run {i} differs from run 0")
+                    graph_out = poisoned_like(outs[0])
+                    side = torch.cuda.Stream()
+                    side.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(side):  # warm-up outside the capture, as torch asks
+                        module.matmul(a, b, graph_out, "wgmma_tma", False)
+                    torch.cuda.current_stream().wait_stream(side)
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        module.matmul(a, b, graph_out, "wgmma_tma", False)
+                    for i in range(3):
+                        graph_out.fill_(float("nan"))
+                        graph.replay()
+                        torch.cuda.synchronize()
+                        self.assertTrue(torch.equal(graph_out, outs[0]), f"{what}: graph replay {i} differs")
+
     def test_public_api_auto_batched_forward_backward(self):
         for backend in ("auto", "cuda", "triton"):
             for dtype in DTYPES:

@@ -187,10 +187,13 @@ void gemm(const std::string& kernel, DType dtype, bool allow_tf32, const ConstMa
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
       const int sms = sm_count(device);
       const std::size_t need = gemm_versions::wgmma_tma_workspace_bytes(a.rows, b.cols, a.cols, sms);
+      // Split K: the workspace holds the tile counters and the fp32 partial tiles (16-byte accesses).
       if (workspace_bytes < need || (need > 0 && workspace == nullptr))
         throw std::invalid_argument("gemm(wgmma_tma): needs " + std::to_string(need) +
                                     " bytes of workspace (gemm_workspace_bytes), got " +
                                     std::to_string(workspace_bytes));
+      if (need > 0 && !aligned16(workspace))
+        throw std::invalid_argument("gemm(wgmma_tma): the workspace must be 16-byte aligned");
       gemm_versions::wgmma_tma(dtype, a, b, c, workspace, workspace_bytes, sms, stream);
 #else
       (void)workspace, (void)workspace_bytes;

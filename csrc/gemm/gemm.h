@@ -38,7 +38,8 @@ const std::vector<std::string>& gemm_kernels();
 std::string gemm_check(const std::string& kernel, DType dtype, bool allow_tf32, const ConstMatrixView& a,
                        const ConstMatrixView& b, const MatrixView& c, int device);
 
-// Bytes of device scratch gemm() needs for this call (split-K partial sums); 0 for most calls.
+// Bytes of device scratch gemm() needs for this call (split K: tile counters and fp32 partial
+// tiles; any contents, 16-byte aligned); 0 for most calls.
 // The caller owns the scratch (Python allocates it with torch.empty, the executable with
 // cudaMalloc) so that no launch allocates or synchronises.
 std::size_t gemm_workspace_bytes(const std::string& kernel, DType dtype, const ConstMatrixView& a,

@@ -13,18 +13,28 @@
 // tensor map's box and the descriptor's strides follow the layout and the wgmma transpose
 // bit says which. Persistent: grid = min(#SMs, work units), units visited in grouped order
 // (8 tile-rows at a time) for L2 reuse. Few output tiles and long K (e.g. 1024x1024x16384)
-// split K across blocks: each slice writes fp32 partial sums to the workspace and a small
-// kernel adds the slices and rounds to the output dtype.
-// Epilogue (unsplit K, C 16-byte aligned): each consumer rounds its 64 x 256 accumulators to T
+// split K across blocks (S <= 16 slices of >= 4 K blocks; tiles x S <= #SMs, so each block gets
+// one unit, though nothing below relies on that) and reduce the slices inside this kernel (fold_splits): the first S - 1 blocks of a
+// tile to finish store their fp32 partial tile to the workspace and publish it on the tile's
+// counter (release); the last to finish (ticket S - 1) waits for those S - 1 publications
+// (acquire; they come from blocks already running) and adds the partials in split order
+// 0..S-1 with its own at its index, so the result does not depend on the arrival order, then
+// runs the normal epilogue. Partial traffic per tile: S - 1 tiles written and read back in L2.
+// The host zeroes the tile counters before each launch (a memset node: the workspace is the
+// caller's and holds anything; graph capture keeps working).
+// Epilogue (C 16-byte aligned): each consumer rounds its 64 x 256 accumulators to T
 // into a 16 KiB shared buffer, one 128-column half at a time (two 64 x 64 boxes, 128-byte
 // swizzle, conflict-free 4-byte stores), and one thread issues TMA stores that clip at the
-// matrix edge; the last ones stay in flight while the next tile's MMAs start. Otherwise (split K,
-// misaligned C) the accumulators are stored straight from registers, masked at the edges.
+// matrix edge; the last ones stay in flight while the next tile's MMAs start. Otherwise
+// (misaligned C) the accumulators are stored straight from registers, masked at the edges.
 // Shared memory: 4 stages x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue = 224 KiB, + 1 KiB of
-// alignment slack = 225 KiB dynamic (of 227), + 64 B of barriers.
+// alignment slack = 225 KiB dynamic (of 227), + 80 B static (barriers, split ticket). The
+// folding block stashes its own partial, 32 accumulators at a time, in its epilogue buffer.
 // Expected bound: tensor-core issue, ~0.85-1.0x cuBLAS bf16 (600-730 TFLOP/s on H200) on large
 // shapes; one consumer's epilogue still stalls its own next tile, which ping-pong consumers
-// (two tiles in flight) and 2-CTA clusters with TMA multicast would still remove.
+// (two tiles in flight) and 2-CTA clusters with TMA multicast would still remove. Split-K
+// shapes: the K loop (L2- or DRAM-bound: 128 blocks each stream their own A and B slices) plus
+// a tail of one partial store and one (S - 1)-partial fold on the last block of each tile.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -54,6 +64,15 @@ constexpr int kOutBoxBytes = 64 * kSwizzleElems * 2;
 constexpr int kOutBufBytes = 2 * kOutBoxBytes;
 constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * kOutBufBytes + 1024;  // + slack for 1024-byte alignment
 constexpr int kMinKBlocksPerSplit = 4;
+// Split K: one split's fp32 partial tile in the workspace, and the per-tile counter word (low 16
+// bits: tickets taken, high 16 bits: partials published; splits <= 16).
+constexpr int kPartialFloats = kBM * kBN;
+constexpr unsigned kPublished = 1u << 16;
+constexpr std::size_t kCounterAlign = 256;  // the partials start 256-byte aligned after the counters
+constexpr int kSplitBarrier = 3;            // named barrier over both consumers (256 threads)
+constexpr int kFoldVecs = 8;                // float4 per thread per split in one step of the fold
+static_assert(kBN / 8 % kFoldVecs == 0, "the fold walks the 32 float4 of a thread in whole steps");
+static_assert(kFoldVecs * 128 * 16 <= kOutBufBytes, "a step's own partial (the stash) fits the epilogue buffer");
 
 // ---- mbarrier, TMA and wgmma wrappers (PTX) ----
 
@@ -107,11 +126,36 @@ __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_g
 __device__ __forceinline__ void st_shared_b32(std::uint32_t addr, std::uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
+__device__ __forceinline__ void st_shared_v4(std::uint32_t addr, float x, float y, float z, float w) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
+}
+__device__ __forceinline__ float4 ld_shared_v4(std::uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr) : "memory");
+  return v;
+}
 // Makes this thread's shared-memory writes visible to the async proxy (TMA).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Barrier over the `threads` threads that use barrier `id` (1..15; 0 is __syncthreads).
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Split-K hand-off between blocks, through a counter in global memory (gpu scope).
+__device__ __forceinline__ unsigned atom_add_relaxed_gpu(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+// Release: the fence orders every write this thread has observed (its block's partial stores,
+// through the named barrier before it) before the increment.
+__device__ __forceinline__ void fence_red_add_gpu(unsigned* p, unsigned v) {
+  asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 template <int kRegs>
@@ -178,7 +222,7 @@ struct Problem {
 };
 
 struct WorkUnit {
-  int m0, n0, kb_begin, kb_end, split;
+  int m0, n0, kb_begin, kb_end, tile, split;
 };
 
 __device__ __forceinline__ WorkUnit work_unit(const Problem& p, int unit) {
@@ -192,6 +236,7 @@ __device__ __forceinline__ WorkUnit work_unit(const Problem& p, int unit) {
   w.n0 = in_group / rows_in_group * kBN;
   w.kb_begin = static_cast<int>(static_cast<std::int64_t>(split) * p.k_blocks / p.splits);
   w.kb_end = static_cast<int>(static_cast<std::int64_t>(split + 1) * p.k_blocks / p.splits);
+  w.tile = tile;
   w.split = split;
   return w;
 }
@@ -252,15 +297,101 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[128], unsigned
   }
 }
 
+// Split K, called by both consumers once their accumulators hold this block's slice of the tile.
+// One thread (the leader) takes a ticket on the tile's counter. Blocks that are not the last to arrive
+// store their partial tile to their split's slot of the workspace, in the accumulator fragment
+// order (thread t's float4 j at [(consumer * 32 + j) * 128 + t]: a warp's store is 512 contiguous
+// bytes, and the reader, the same thread of another block, loads the same addresses, so no
+// edge masking), then publish it with a release increment. The block with the last ticket waits
+// until the splits that took tickets before it have published (they are running, with nothing
+// left but their stores: no wait on a block that may not be scheduled), then adds the partials in
+// split order 0..S-1 with its own registers at its own index: ((p0 + p1) + p2) + ..., the same
+// expression whatever the arrival order, so the result is bit-identical run to run. Returns true
+// in the block that now holds the whole sum (it runs the epilogue), false in the others.
+__device__ __forceinline__ bool fold_splits(float (&acc)[128], float* __restrict__ partials, unsigned* __restrict__ counters,
+                                            const Problem& p, const WorkUnit& w, int consumer, int t,
+                                            unsigned char* out_buf, unsigned& ticket) {
+  constexpr int kSlotVecs = kPartialFloats / 4;
+  unsigned* counter = counters + w.tile;
+  const bool leader = consumer == 0 && t == 0;
+  if (t == 0) bulk_wait_read();  // out_buf (the stash below) is no longer read by a TMA store
+  if (leader) ticket = atom_add_relaxed_gpu(counter, 1) & (kPublished - 1);
+  named_barrier(kSplitBarrier, 256);
+  const bool last = ticket == static_cast<unsigned>(p.splits - 1);
+  const std::uint32_t stash = smem_addr(out_buf) + 16 * t;
+  float4* tile_partials =
+      reinterpret_cast<float4*>(partials + static_cast<std::int64_t>(w.tile) * p.splits * kPartialFloats) +
+      consumer * (kBN / 8) * 128 + t;
+  if (!last) {
+    float4* mine = tile_partials + static_cast<std::int64_t>(w.split) * kSlotVecs;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j)
+      __stcg(mine + j * 128, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+    named_barrier(kSplitBarrier, 256);  // every thread's stores precede the leader's release
+    if (leader) fence_red_add_gpu(counter, kPublished);
+    return false;
+  }
+  if (leader) {
+    while ((ld_acquire_gpu(counter) >> 16) < static_cast<unsigned>(p.splits - 1)) {
+    }
+  }
+  named_barrier(kSplitBarrier, 256);  // the leader's acquire precedes every thread's loads
+  // acc becomes the running sum, kFoldVecs float4 (32 accumulators) at a time. This block's own
+  // slice of the chunk waits in `stash` (this thread's 128 bytes of the consumer's epilogue
+  // buffer) until its turn; the next split's chunk is loaded while the current one is added, so
+  // 2 x 8 float4 loads per thread are in flight.
+  const auto fetch = [&](const float4* chunk, int s, float4(&v)[kFoldVecs]) {
+    if (s == w.split) {
+#pragma unroll
+      for (int jj = 0; jj < kFoldVecs; ++jj) v[jj] = ld_shared_v4(stash + jj * 128 * 16);
+    } else {
+      const float4* slot = chunk + static_cast<std::int64_t>(s) * kSlotVecs;
+#pragma unroll
+      for (int jj = 0; jj < kFoldVecs; ++jj) v[jj] = __ldcg(slot + jj * 128);
+    }
+  };
+#pragma unroll
+  for (int c = 0; c < kBN / 8 / kFoldVecs; ++c) {
+    const float4* chunk = tile_partials + kFoldVecs * c * 128;
+    if (w.split != 0) {  // start from split 0's partial; ours waits in the stash
+#pragma unroll
+      for (int jj = 0; jj < kFoldVecs; ++jj) {
+        const int j = kFoldVecs * c + jj;
+        st_shared_v4(stash + jj * 128 * 16, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+        const float4 v = __ldcg(chunk + jj * 128);
+        acc[4 * j] = v.x, acc[4 * j + 1] = v.y, acc[4 * j + 2] = v.z, acc[4 * j + 3] = v.w;
+      }
+    }
+    float4 v[kFoldVecs];
+    fetch(chunk, 1, v);
+#pragma unroll 1
+    for (int s = 1;; ++s) {
+      const bool more = s + 1 < p.splits;
+      float4 next[kFoldVecs];
+      if (more) fetch(chunk, s + 1, next);
+#pragma unroll
+      for (int jj = 0; jj < kFoldVecs; ++jj) {
+        const int j = kFoldVecs * c + jj;
+        acc[4 * j] += v[jj].x, acc[4 * j + 1] += v[jj].y, acc[4 * j + 2] += v[jj].z, acc[4 * j + 3] += v[jj].w;
+      }
+      if (!more) break;
+#pragma unroll
+      for (int jj = 0; jj < kFoldVecs; ++jj) v[jj] = next[jj];
+    }
+  }
+  return true;
+}
+
 template <typename T, bool kAMnMajor, bool kBMnMajor>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                           const __grid_constant__ CUtensorMap map_c, T* __restrict__ c, std::int64_t ldc,
-                          float* __restrict__ partials, Problem p) {
+                          float* __restrict__ partials, unsigned* __restrict__ counters, Problem p) {
   extern __shared__ unsigned char smem_raw[];
   // 128-byte swizzle atoms are 1024 bytes and must start 1024-byte aligned.
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
   __shared__ __align__(8) std::uint64_t full[kStages], empty[kStages];
+  __shared__ unsigned split_ticket;  // split K: the ticket the leader took, for both consumers
 
   const int warpgroup = threadIdx.x / 128;
   if (threadIdx.x == 0) {
@@ -346,43 +477,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_accumulators(acc);
     if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
 
+    unsigned char* out_buf = smem + kStages * kStageBytes + consumer * kOutBufBytes;
+    if (p.splits > 1 && !fold_splits(acc, partials, counters, p, w, consumer, t, out_buf, split_ticket)) continue;
+
     // Fragment layout of wgmma's D: warp w holds rows 16w..16w+15; per 8-column block j,
     // acc[4j + {0,1}] = (row g, cols 8j + 2q + {0,1}), acc[4j + {2,3}] = (row g + 8, same).
-    const int g = lane / 4, q = lane % 4;
-    const int row0 = w.m0 + consumer * 64 + warp * 16 + g;
-    if (p.splits == 1 && p.tma_store) {
-      store_tile_tma<T>(acc, smem + kStages * kStageBytes + consumer * kOutBufBytes, &map_c, w.m0, w.n0, consumer, t);
-    } else if (p.splits == 1) {
+    if (p.tma_store) {
+      store_tile_tma<T>(acc, out_buf, &map_c, w.m0, w.n0, consumer, t);
+    } else {
+      const int g = lane / 4, q = lane % 4;
+      const int row0 = w.m0 + consumer * 64 + warp * 16 + g;
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j) {
         const int col = w.n0 + 8 * j + 2 * q;
         if (row0 < p.m) store_pair(c, ldc, row0, col, p.n, acc[4 * j], acc[4 * j + 1]);
         if (row0 + 8 < p.m) store_pair(c, ldc, row0 + 8, col, p.n, acc[4 * j + 2], acc[4 * j + 3]);
       }
-    } else {
-      float* slice = partials + static_cast<std::int64_t>(w.split) * p.m * p.n;
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int col = w.n0 + 8 * j + 2 * q;
-        if (row0 < p.m) store_pair(slice, p.n, row0, col, p.n, acc[4 * j], acc[4 * j + 1]);
-        if (row0 + 8 < p.m) store_pair(slice, p.n, row0 + 8, col, p.n, acc[4 * j + 2], acc[4 * j + 3]);
-      }
     }
   }
   if (t == 0) bulk_wait();  // the last TMA stores must finish before the block's shared memory goes
-}
-
-// C = sum over the split-K slices of the fp32 partial sums, rounded to T.
-template <typename T>
-__global__ void sum_splits_kernel(const float* __restrict__ partials, int splits, int m, int n, T* __restrict__ c,
-                                  std::int64_t ldc) {
-  const std::int64_t total = static_cast<std::int64_t>(m) * n;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    float s = 0.0f;
-    for (int k = 0; k < splits; ++k) s += partials[k * total + i];
-    c[i / n * ldc + i % n] = from_float<T>(s);
-  }
 }
 
 // ---- host side ----
@@ -436,45 +549,46 @@ int split_count(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
 
 template <typename T, bool kAMnMajor, bool kBMnMajor>
 void launch(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
-            const Problem& p, int grid, cudaStream_t stream) {
+            unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
   const CUtensorMapDataType type =
       std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const CUtensorMap map_a = kAMnMajor ? make_tensor_map(type, a.data, p.m, p.k, a.col_stride, kBK)
                                       : make_tensor_map(type, a.data, p.k, p.m, a.row_stride, kBM);
   const CUtensorMap map_b = kBMnMajor ? make_tensor_map(type, b.data, p.n, p.k, b.row_stride, kBK)
                                       : make_tensor_map(type, b.data, p.k, p.n, b.col_stride, kBN);
-  // The output's map is used only by the TMA-store epilogue (unsplit K, aligned C); else it stays unset.
+  // The output's map is used only by the TMA-store epilogue (aligned C); else it stays unset.
   CUtensorMap map_c{};
-  if (p.splits == 1 && p.tma_store) map_c = make_tensor_map(type, c.data, p.n, p.m, c.row_stride, 64);
+  if (p.tma_store) map_c = make_tensor_map(type, c.data, p.n, p.m, c.row_stride, 64);
   auto kernel = gemm_wgmma_tma_kernel<T, kAMnMajor, kBMnMajor>;
   CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, static_cast<T*>(c.data), c.row_stride,
-                                                 partials, p);
+                                                 partials, counters, p);
   CP_CHECK_LAUNCH("gemm_wgmma_tma_kernel");
-  if (p.splits > 1) {
-    const std::int64_t total = static_cast<std::int64_t>(p.m) * p.n;
-    const int blocks = static_cast<int>(std::min<std::int64_t>((total + 255) / 256, 4096));
-    sum_splits_kernel<T><<<blocks, 256, 0, stream>>>(partials, p.splits, p.m, p.n, static_cast<T*>(c.data),
-                                                     c.row_stride);
-    CP_CHECK_LAUNCH("sum_splits_kernel");
-  }
 }
 
 template <typename T>
 void dispatch_layouts(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
-                      const Problem& p, int grid, cudaStream_t stream) {
+                      unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
   const bool a_mn = a_is_mn_major(a), b_mn = b_is_mn_major(b);
-  if (a_mn && b_mn) launch<T, true, true>(a, b, c, partials, p, grid, stream);
-  else if (a_mn) launch<T, true, false>(a, b, c, partials, p, grid, stream);
-  else if (b_mn) launch<T, false, true>(a, b, c, partials, p, grid, stream);
-  else launch<T, false, false>(a, b, c, partials, p, grid, stream);
+  if (a_mn && b_mn) launch<T, true, true>(a, b, c, partials, counters, p, grid, stream);
+  else if (a_mn) launch<T, true, false>(a, b, c, partials, counters, p, grid, stream);
+  else if (b_mn) launch<T, false, true>(a, b, c, partials, counters, p, grid, stream);
+  else launch<T, false, false>(a, b, c, partials, counters, p, grid, stream);
+}
+
+// Split-K workspace: one counter per output tile (padded to kCounterAlign bytes), then
+// tiles x splits fp32 partial tiles of kBM x kBN.
+std::size_t counter_bytes(std::int64_t tiles) {
+  return (static_cast<std::size_t>(tiles) * sizeof(unsigned) + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
 
 }  // namespace
 
 std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
   const int splits = split_count(m, n, k, sm_count);
-  return splits > 1 ? static_cast<std::size_t>(splits) * m * n * sizeof(float) : 0;
+  if (splits == 1) return 0;
+  const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN);
+  return counter_bytes(tiles) + static_cast<std::size_t>(tiles) * splits * kPartialFloats * sizeof(float);
 }
 
 void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
@@ -494,10 +608,19 @@ void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, 
   const std::int64_t units = static_cast<std::int64_t>(p.tiles_m) * p.tiles_n * p.splits;
   if (units > 0x7fffffff) throw std::invalid_argument("gemm(wgmma_tma): more than 2^31-1 output tiles");
   const int grid = static_cast<int>(std::min<std::int64_t>(units, sm_count));
-  float* partials = static_cast<float*>(workspace);
+  unsigned* counters = nullptr;
+  float* partials = nullptr;
+  if (p.splits > 1) {
+    // The caller's workspace holds anything (Python allocates it with torch.empty per call): the
+    // tile counters start at zero on every call. A memset node, so graph capture keeps working.
+    const std::size_t cbytes = counter_bytes(static_cast<std::int64_t>(p.tiles_m) * p.tiles_n);
+    counters = static_cast<unsigned*>(workspace);
+    partials = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + cbytes);
+    CP_CUDA_CHECK(cudaMemsetAsync(workspace, 0, cbytes, stream));
+  }
   switch (dtype) {
-    case DType::F16: dispatch_layouts<__half>(a, b, c, partials, p, grid, stream); break;
-    case DType::BF16: dispatch_layouts<__nv_bfloat16>(a, b, c, partials, p, grid, stream); break;
+    case DType::F16: dispatch_layouts<__half>(a, b, c, partials, counters, p, grid, stream); break;
+    case DType::BF16: dispatch_layouts<__nv_bfloat16>(a, b, c, partials, counters, p, grid, stream); break;
     case DType::F32: throw std::invalid_argument("gemm(wgmma_tma): float32 is not supported");
   }
 }
