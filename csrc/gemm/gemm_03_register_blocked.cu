@@ -14,8 +14,8 @@
 // double-buffered: A transposed, as[k][m], rows padded to 132 floats so that a warp's
 // transposing 4-byte stores (16 rows x 2 k groups) hit 32 distinct banks; B as bs[k][n].
 // One __syncthreads per K tile: tile t+1 is written into the other buffer during tile t, and
-// the barrier sits after step 14, before step 15's FFMAs (which then overlap the first LDS of
-// tile t+1).
+// the barrier sits before step 15's FFMAs, which then overlap the first LDS of tile t+1. The
+// tile loop is unrolled by two, so the buffer index (and every shared address) is a constant.
 //
 // Loads. "Aligned" operands (unit column stride, rows and base aligned to 4 elements, K and N
 // multiples of 4: the host checks; every 4096^3-style benchmark shape) take a kernel in which
@@ -24,24 +24,27 @@
 // that are never stored) and the partial K tile comes first, so every later tile is a plain
 // vector copy. Any other operands (any strides, odd K or N) take the general kernel, which
 // masks element by element and zero-fills past M, N and K. No load leaves the matrix, and no
-// 16-byte cp.async has a source that is not wholly inside it.
-// - fp32: cp.async (LDGSTS), issued at step 0 of tile t for tile t+1, waited for at step 14:
-//   no staging registers. Aligned: 2 x 16 B of B straight into bs, 2 x 16 B of A into this
-//   thread's own slots of a_raw, which it transposes into `as` (2 LDS.128 + 8 STS) after the
-//   wait. General: 4-byte copies per element straight to their transposed place (16-byte ones
-//   for whole aligned B chunks), zero stores where masked.
-// - fp16/bf16: 8-byte (aligned) or element loads through registers, in phases (a chunk's load
-//   issued a few k steps before its converting store) to keep few staging registers live.
+// cp.async has a source that is not wholly inside it. Tiles after the first (which goes
+// through registers) arrive by cp.async (LDGSTS), issued at step 0 of tile t for tile t+1 and
+// waited for at step 14, so no staging registers are live across the k steps:
+// - aligned: each thread copies its 2 chunks of B (fp32: 16 B straight into bs) and of A into
+//   its own slots of a_raw / b_raw, and after the wait converts / transposes them into as, bs
+//   (fp32: 2 LDS.128 + 8 STS per tile);
+// - general fp32: 4-byte copies per element straight to their (transposed) place, 16-byte ones
+//   for whole aligned B chunks, zero stores where masked;
+// - general fp16/bf16 (element loads that cp.async cannot do): through registers, one chunk
+//   per 4 k steps; step kk's fragments are loaded just before its FFMAs (registers).
 // Epilogue: 4-element row pieces of C, one 16-/8-byte store where C's rows are aligned and the
 // piece is inside N, else masked element stores. The grid is 1-D over tiles (N fastest).
 //
-// Expected bound: FFMA issue. H200: 132 SMs x 128 FP32 lanes x 2 FLOP x ~1.98 GHz = ~67
-// TFLOP/s at boost; cuBLAS reaches 51.4 at 4096^3. Aligned fp32, per K tile and thread: 1024
-// FFMA in ~1160 issued instructions (64 fragment LDS.128, 4 LDGSTS, 2 LDS.128 + 8 STS for the
-// transpose, one barrier, ~50 address/loop ops): 88% of issue slots are FFMA, against ~83% in
-// v1 (BK = 8, 64-bit address arithmetic and masks in every tile). 127 registers, 2 blocks (16
-// warps) per SM to hide LDS latency and one block's barrier. Expect ~0.85-0.88x cuBLAS fp32
-// (44-45 TFLOP/s) at 4096^3.
+// Expected bound: FFMA issue (one warp instruction per clock per SM sub-partition). H200: 132
+// SMs x 128 FP32 lanes x 2 FLOP x ~1.98 GHz = ~67 TFLOP/s at boost; cuBLAS reaches 51.4 at
+// 4096^3 (0.77 of that: power/clock and its own overhead). Aligned fp32, per K tile and thread:
+// 1024 FFMA in ~1136 issued instructions (64 fragment LDS.128; 4 LDGSTS, 2 LDS.128 + 8 STS for
+// A's transpose; one barrier; ~25 address and loop ops): 90% of issue slots are FFMA, against
+// ~83% in v1 (BK = 8, masks and 64-bit address arithmetic in every tile). 127 registers, 2
+// blocks (16 warps) per SM to cover LDS latency and one block's barrier. Expect ~0.86-0.90x
+// cuBLAS fp32 (44-46 TFLOP/s) at 4096^3.
 #include <cstdint>
 #include <type_traits>
 
@@ -296,13 +299,16 @@ __global__ void __launch_bounds__(kThreads, 2)
   };
 
   float acc[8][8] = {};
-  int buf = 0;
-  if constexpr (kDoubleFrag) load_fragments(buf, 0, af[0], bf[0]);
-  for (int t = 0; t < k_tiles; ++t) {
+  if constexpr (kDoubleFrag) load_fragments(0, 0, af[0], bf[0]);
+  // Tile t reads buffer t % 2; the tile loop is unrolled by two so that the buffer index, and
+  // with it every shared-memory address, is a compile-time offset.
+  auto k_tile = [&](int t, auto buf_constant) {
+    constexpr int buf = decltype(buf_constant)::value;
     const bool has_next = t + 1 < k_tiles;  // block-uniform
 #pragma unroll
     for (int kk = 0; kk < kBK; ++kk) {
-      // Tile t+1 into the other buffer, whose last reads came before the previous barrier.
+      // Tile t+1 into the other buffer, whose last reads (tile t-1) came before the previous
+      // barrier.
       if (has_next) {
         if constexpr (kAsync) {
           if (kk == 0) issue_copies(t + 1, buf ^ 1);
@@ -325,9 +331,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         if (kk < kBK - 1) {
           load_fragments(buf, kk + 1, af[(kk + 1) % 2], bf[(kk + 1) % 2]);
         } else if (has_next) {
-          __syncthreads();  // tile t+1 complete in the other buffer; tile t no longer read
-          buf ^= 1;
-          load_fragments(buf, 0, af[0], bf[0]);
+          __syncthreads();  // tile t+1 complete in the other buffer, tile t's reads done
+          load_fragments(buf ^ 1, 0, af[0], bf[0]);
         }
       } else {
         load_fragments(buf, kk, af[kk % 2], bf[kk % 2]);
@@ -339,12 +344,13 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a_f[i], b_f[j], acc[i][j]);
       if constexpr (!kDoubleFrag) {
-        if (kk == kBK - 1 && has_next) {
-          __syncthreads();
-          buf ^= 1;
-        }
+        if (kk == kBK - 1 && has_next) __syncthreads();
       }
     }
+  };
+  for (int t = 0; t < k_tiles; t += 2) {
+    k_tile(t, std::integral_constant<int, 0>{});
+    if (t + 1 < k_tiles) k_tile(t + 1, std::integral_constant<int, 1>{});
   }
 
   // Epilogue: accumulator row 4*h + i is C row m0 + a_frag_col + 16*h + i; column 4*g + j is
