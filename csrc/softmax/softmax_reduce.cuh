@@ -19,6 +19,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();  // portable 
 // A thread keeps at most this many fp32 values of one tile in registers (all operands together:
 // forward holds x, backward holds y and dy), so 1024-thread blocks stay within 64 registers.
 constexpr int kMaxValuesPerThread = 32;
+// The same 32 registers counted as raw 16-byte units (4 registers each), all operands together:
+// 32 fp32 values but 64 fp16/bf16 ones. The split plans hold 16-bit slices this deep, so a
+// 16-bit thread keeps as many bytes in flight through the row exchange as an fp32 one.
+constexpr int kMaxUnitsPerThread = 8;
 
 // Elements of T in one 16-byte access.
 template <typename T>

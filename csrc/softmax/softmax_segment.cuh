@@ -44,6 +44,16 @@ struct Tile {
     return m;
   }
 
+  // sum of exp(value - m) over the tile.
+  __device__ __forceinline__ float sum_exp(float m) const {
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < W; ++j) s += exp_shifted(at(k, j), m);
+    return s;
+  }
+
   // Units of the tile at tile_begin; elements outside [begin, end) read as `fill`. `vectors`:
   // row + tile_begin is 16-byte aligned, so every whole unit is one 16-byte access.
   __device__ __forceinline__ void load(const T* __restrict__ row, std::int64_t tile_begin, std::int64_t begin,
@@ -112,38 +122,41 @@ template <typename T, int kVecs, typename Scope>
 __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x, T* __restrict__ y,
                                                         std::int64_t begin, std::int64_t end, int lane, int lanes,
                                                         bool aligned, Scope& scope) {
-  static_assert(kVecs * vec_width<T>() <= kMaxValuesPerThread, "tile does not fit the register budget");
+  static_assert(kVecs <= kMaxUnitsPerThread, "tile does not fit the register budget");
   constexpr int W = vec_width<T>();
   const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * W;
   const std::int64_t origin = tile_origin(x, begin, end, aligned);
   const bool y_vectors = same_phase(static_cast<const T*>(y), x, begin, aligned);
   Tile<T, kVecs> t;
   if (end - origin <= tile_elems) {
-    // Single tile: the exponentials stay in registers, rescaled from this thread's max to the
-    // row's by one factor, so each element costs one exp (the MUFU and FMA work halves).
+    // Single tile: one read + one write. While the fp32 exponentials fit the value budget they
+    // stay in registers, rescaled from this thread's max to the row's by one factor, so each
+    // element costs one exp; deeper 16-bit tiles (the split plans) recompute them instead.
     t.load(x, origin, begin, end, lane, lanes, true, kNegInf);  // -inf padding adds exp(-inf) = 0
     const float m = t.max(kNegInf);
-    float e[kVecs][W];
-    float s = 0.0f;
+    if constexpr (kVecs * W <= kMaxValuesPerThread) {
+      float e[kVecs][W];
+      float s = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k)
+      for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < W; ++j) s += e[k][j] = exp_shifted(t.at(k, j), m);
-    const MaxSum row = scope.reduce(MaxSum{m, s});
-    const float scale = rescale(m, row.max) / row.sum;
-    t.store(y, origin, begin, end, lane, lanes, y_vectors, [&](int k, int j) { return e[k][j] * scale; });
+        for (int j = 0; j < W; ++j) s += e[k][j] = exp_shifted(t.at(k, j), m);
+      const MaxSum row = scope.reduce(MaxSum{m, s});
+      const float scale = rescale(m, row.max) / row.sum;
+      t.store(y, origin, begin, end, lane, lanes, y_vectors, [&](int k, int j) { return e[k][j] * scale; });
+    } else {
+      const MaxSum row = scope.reduce(MaxSum{m, t.sum_exp(m)});
+      const float inv_sum = 1.0f / row.sum;
+      t.store(y, origin, begin, end, lane, lanes, y_vectors,
+              [&](int k, int j) { return exp_shifted(t.at(k, j), row.max) * inv_sum; });
+    }
     return;
   }
   MaxSum part = empty_max_sum();
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
     t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
     const float m = t.max(part.max);
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < W; ++j) s += exp_shifted(t.at(k, j), m);
-    part = {m, part.sum * rescale(part.max, m) + s};
+    part = {m, part.sum * rescale(part.max, m) + t.sum_exp(m)};
   }
   const MaxSum row = scope.reduce(part);
   const float inv_sum = 1.0f / row.sum;
@@ -159,7 +172,7 @@ template <typename T, int kVecs, typename Scope>
 __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y, const T* __restrict__ dy,
                                                          T* __restrict__ dx, std::int64_t begin, std::int64_t end,
                                                          int lane, int lanes, bool aligned, Scope& scope) {
-  static_assert(2 * kVecs * vec_width<T>() <= kMaxValuesPerThread, "tiles do not fit the register budget");
+  static_assert(2 * kVecs <= kMaxUnitsPerThread, "tiles do not fit the register budget");
   const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * vec_width<T>();
   const std::int64_t origin = tile_origin(y, begin, end, aligned);
   const bool dy_vectors = same_phase(dy, y, begin, aligned);
@@ -207,12 +220,23 @@ struct BlockScope {
 
 namespace cp::softmax_detail {
 
+// The deepest tile (16-byte units per thread, a power of two) whose fp32 values fit the value
+// budget: what the one-block and one-warp plans hold.
+template <typename T>
+constexpr int max_vecs(int operands) {
+  return kMaxValuesPerThread / vec_width<T>() / operands;
+}
+
+// The deepest tile whose raw units fit the register budget: what the split plans hold (twice
+// max_vecs for 16-bit types, the same for fp32).
+constexpr int max_units(int operands) { return kMaxUnitsPerThread / operands; }
+
 // Calls f(std::integral_constant<int, V>{}) for the runtime tile depth vecs in {1, 2, 4, 8},
-// instantiating only depths whose `operands` tiles fit kMaxValuesPerThread.
-template <typename T, int kOperands, typename F>
+// instantiating only depths up to kMaxDepth.
+template <typename T, int kOperands, int kMaxDepth = max_vecs<T>(kOperands), typename F>
 void dispatch_vecs(int vecs, F&& f) {
   auto call = [&](auto depth) {
-    if constexpr (kOperands * decltype(depth)::value * vec_width<T>() <= kMaxValuesPerThread) f(depth);
+    if constexpr (decltype(depth)::value <= kMaxDepth) f(depth);
   };
   switch (vecs) {
     case 1: call(std::integral_constant<int, 1>{}); break;
@@ -227,12 +251,6 @@ void dispatch_vecs(int vecs, F&& f) {
 template <typename T>
 std::int64_t tile_span(std::int64_t cols, bool aligned) {
   return cols + (aligned ? 0 : vec_width<T>() - 1);
-}
-
-// The deepest tile (16-byte units per thread, a power of two) that fits the register budget.
-template <typename T>
-constexpr int max_vecs(int operands) {
-  return kMaxValuesPerThread / vec_width<T>() / operands;
 }
 
 // Smallest power-of-two depth d <= max_depth with ceil(units / d) <= lanes_target.
