@@ -112,11 +112,53 @@ __device__ __forceinline__ V block_reduce(V v) {
   return total;
 }
 
-// The 16-byte unit of a row: vec_width<T>() consecutive elements.
+// The 16-byte unit of a row: vec_width<T>() consecutive elements held as four 32-bit words, two
+// 16-bit elements per word (the lower address in the low half). As an array of 16-bit elements
+// the compiler gave each element its own 32-bit register: 8 per 16-bit unit instead of 4.
 template <typename T>
 struct alignas(16) Vec {
-  T e[vec_width<T>()];
+  std::uint32_t w[4];
 };
+
+template <typename T>
+__device__ __forceinline__ std::uint32_t bits_of(T x) {
+  if constexpr (sizeof(T) == 4) {
+    return __float_as_uint(x);
+  } else {
+    std::uint16_t b;
+    memcpy(&b, &x, sizeof(b));
+    return b;
+  }
+}
+
+// The unit whose element j is element(j).
+template <typename T, typename F>
+__device__ __forceinline__ Vec<T> make_vec(F element) {
+  Vec<T> v;
+#pragma unroll
+  for (int q = 0; q < 4; ++q)
+    v.w[q] = sizeof(T) == 4 ? bits_of<T>(element(q)) : bits_of<T>(element(2 * q)) | bits_of<T>(element(2 * q + 1)) << 16;
+  return v;
+}
+
+// The unit of fp32 values `in` rounded to T (16-bit pairs by one cvt.rn.{bf16x2,f16x2}.f32 each).
+template <typename T>
+__device__ __forceinline__ Vec<T> round_vec(const float (&in)[vec_width<T>()]) {
+  Vec<T> v;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    if constexpr (std::is_same_v<T, float>) {
+      v.w[q] = __float_as_uint(in[q]);
+    } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      const __nv_bfloat162 p = __floats2bfloat162_rn(in[2 * q], in[2 * q + 1]);
+      memcpy(&v.w[q], &p, sizeof(p));
+    } else {
+      const __half2 p = __floats2half2_rn(in[2 * q], in[2 * q + 1]);
+      memcpy(&v.w[q], &p, sizeof(p));
+    }
+  }
+  return v;
+}
 
 // Elements of T between the 16-byte boundary at or below p and p itself.
 template <typename T>
@@ -153,10 +195,7 @@ __device__ __forceinline__ Vec<T> load_vec(const T* __restrict__ row, std::int64
   constexpr int W = vec_width<T>();
   if (vectors && i >= lo && i + W <= end) return load_unit(row + i);
   const T filler = from_float<T>(fill);
-  Vec<T> v;
-#pragma unroll
-  for (int j = 0; j < W; ++j) v.e[j] = i + j >= lo && i + j < end ? row[i + j] : filler;
-  return v;
+  return make_vec<T>([&](int j) { return i + j >= lo && i + j < end ? row[i + j] : filler; });
 }
 
 // Element j of a unit as fp32. The 16-bit conversions are volatile asm so that the compiler
@@ -166,10 +205,9 @@ __device__ __forceinline__ Vec<T> load_vec(const T* __restrict__ row, std::int64
 template <typename T>
 __device__ __forceinline__ float unpack(const Vec<T>& v, int j) {
   if constexpr (std::is_same_v<T, float>) {
-    return v.e[j];
+    return __uint_as_float(v.w[j]);
   } else {
-    std::uint32_t word;  // elements j & ~1 (low half) and j | 1 (high half)
-    memcpy(&word, &v.e[j & ~1], sizeof(word));
+    const std::uint32_t word = v.w[j / 2];  // elements j & ~1 (low half) and j | 1 (high half)
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // bf16 is the top half of an fp32
       std::uint32_t bits;
       if (j & 1)
@@ -193,10 +231,7 @@ __device__ __forceinline__ void store_vec(T* __restrict__ row, std::int64_t i, s
                                           bool vectors, const float (&in)[vec_width<T>()]) {
   constexpr int W = vec_width<T>();
   if (vectors && i >= lo && i + W <= end) {
-    Vec<T> v;
-#pragma unroll
-    for (int j = 0; j < W; ++j) v.e[j] = from_float<T>(in[j]);
-    store_unit(row + i, v);
+    store_unit(row + i, round_vec<T>(in));
   } else {
 #pragma unroll
     for (int j = 0; j < W; ++j)

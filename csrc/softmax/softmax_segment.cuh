@@ -74,12 +74,9 @@ struct Tile {
     for (int k = 0; k < kVecs; ++k) whole_units = whole_units && (k * step + W <= hi || k * step >= hi);
     if (whole_units) {
       const T filler = from_float<T>(fill);
+      const Vec<T> padding = make_vec<T>([&](int) { return filler; });
 #pragma unroll
-      for (int k = 0; k < kVecs; ++k) {
-#pragma unroll
-        for (int j = 0; j < W; ++j) u[k].e[j] = filler;
-        if (k * step + W <= hi) u[k] = load_unit(row + first + k * step);
-      }
+      for (int k = 0; k < kVecs; ++k) u[k] = k * step + W <= hi ? load_unit(row + first + k * step) : padding;
       return;
     }
 #pragma unroll
