@@ -1,8 +1,7 @@
 // cluster_split_row (Hopper, sm_90a only): long rows (50K..262K columns and beyond). A row is
 // spread over a thread-block cluster of 2, 4 or 8 CTAs on as many SMs; each CTA keeps its slice
-// in registers (up to 512-1024 threads x 32 registers of raw 16-byte units: 32 fp32 or 64
-// fp16/bf16 values), reduces it to partial statistics in shared memory, and after one cluster
-// barrier every CTA reads the C partials of its peers
+// in registers (up to 512-1024 threads x 32 fp32 values), reduces it to partial statistics in
+// shared memory, and after one cluster barrier every CTA reads the C partials of its peers
 // through distributed shared memory (DSMEM) and combines them in rank order (the same bits in
 // every CTA). The slice never leaves the chip: DRAM sees one read + one write, and rows too long
 // for one block still leave every SM with several rows' slices in flight.
@@ -91,7 +90,7 @@ struct ClusterShape {
 template <typename T>
 ClusterShape cluster_shape(std::int64_t cols, bool aligned, int operands) {
   constexpr int W = vec_width<T>();
-  const int depth = max_units(operands);
+  const int depth = max_vecs<T>(operands);
   int cluster = 2;
   while (cluster < kMaxCluster && (cols + cluster - 1) / cluster > static_cast<std::int64_t>(kTargetThreads) * depth * W)
     cluster *= 2;
@@ -135,7 +134,7 @@ std::string cluster_split_row_unsupported(int device) {
 void cluster_split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const ClusterShape s = cluster_shape<T>(op.cols, op.aligned, 1);
-    dispatch_vecs<T, 1, max_units(1)>(s.depth, [&](auto depth) {
+    dispatch_vecs<T, 1>(s.depth, [&](auto depth) {
       launch_cluster(softmax_parallel_cluster_split_row_fwd<T, decltype(depth)::value>, s, op.rows, ctx.stream,
                      static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
                      s.slice_len, op.aligned);
@@ -146,7 +145,7 @@ void cluster_split_row_forward(const RowOperands& op, const LaunchContext& ctx) 
 void cluster_split_row_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const ClusterShape s = cluster_shape<T>(op.cols, op.aligned, 2);
-    dispatch_vecs<T, 2, max_units(2)>(s.depth, [&](auto depth) {
+    dispatch_vecs<T, 2>(s.depth, [&](auto depth) {
       launch_cluster(softmax_parallel_cluster_split_row_bwd<T, decltype(depth)::value>, s, op.rows, ctx.stream,
                      static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
                      static_cast<T*>(op.out), op.out_stride, op.cols, s.slice_len, op.aligned);

@@ -201,7 +201,8 @@ __device__ __forceinline__ Vec<T> load_vec(const T* __restrict__ row, std::int64
 // Element j of a unit as fp32. The 16-bit conversions are volatile asm so that the compiler
 // converts again in each pass over a tile instead of keeping converted fp32 copies of the
 // whole tile alive between passes (more registers than the raw units, and spills at the
-// 64-register caps). One instruction per element and pass.
+// 64-register caps). One instruction per element and pass. ptxas still merges identical
+// conversions of two passes, so the pass after a row reduction uses unpack_late.
 template <typename T>
 __device__ __forceinline__ float unpack(const Vec<T>& v, int j) {
   if constexpr (std::is_same_v<T, float>) {
@@ -224,6 +225,48 @@ __device__ __forceinline__ float unpack(const Vec<T>& v, int j) {
       return r;
     }
   }
+}
+
+// unpack() by another instruction form (byte permutes): the same value, which ptxas cannot merge
+// with an unpack() of the same element before a row reduction, so the tile's 16-bit values are
+// not kept converted (twice the registers) through the reduction.
+template <typename T>
+__device__ __forceinline__ float unpack_late(const Vec<T>& v, int j) {
+  if constexpr (std::is_same_v<T, float>) {
+    return __uint_as_float(v.w[j]);
+  } else {
+    const std::uint32_t word = v.w[j / 2];
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // the element's two bytes to the top, zeros below
+      std::uint32_t bits;
+      if (j & 1)
+        asm volatile("prmt.b32 %0, %1, %2, 0x3244;" : "=r"(bits) : "r"(word), "r"(0u));
+      else
+        asm volatile("prmt.b32 %0, %1, %2, 0x1044;" : "=r"(bits) : "r"(word), "r"(0u));
+      return __uint_as_float(bits);
+    } else {  // the halves swapped first, then the other half converted
+      float r;
+      if (j & 1)
+        asm volatile("{\n.reg .b32 s;\n.reg .f16 lo, hi;\nprmt.b32 s, %1, %1, 0x1032;\nmov.b32 {lo, hi}, s;\n"
+                     "cvt.f32.f16 %0, lo;\n}" : "=f"(r) : "r"(word));
+      else
+        asm volatile("{\n.reg .b32 s;\n.reg .f16 lo, hi;\nprmt.b32 s, %1, %1, 0x1032;\nmov.b32 {lo, hi}, s;\n"
+                     "cvt.f32.f16 %0, hi;\n}" : "=f"(r) : "r"(word));
+      return r;
+    }
+  }
+}
+
+// Elementwise NaN-propagating max of two words of 16-bit pairs (max.NaN.{bf16x2,f16x2}), no
+// conversion.
+template <typename T>
+__device__ __forceinline__ std::uint32_t max_word(std::uint32_t a, std::uint32_t b) {
+  static_assert(sizeof(T) == 2, "16-bit pairs only");
+  std::uint32_t r;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  else
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
 }
 
 template <typename T>

@@ -28,6 +28,8 @@ struct Tile {
   Vec<T> u[kVecs];
 
   __device__ __forceinline__ float at(int k, int j) const { return unpack(u[k], j); }
+  // at(), for the pass after a row reduction (unpack_late says why).
+  __device__ __forceinline__ float at_late(int k, int j) const { return unpack_late(u[k], j); }
 
   // Only a thread's first unit can start before `begin` (tiles start at most W - 1 elements
   // early); later units get no lower bound, which the compiler folds away.
@@ -35,13 +37,24 @@ struct Tile {
     return k == 0 ? lo : std::numeric_limits<std::int64_t>::min();
   }
 
-  // max(m, every value of the tile), NaN-propagating.
+  // max(m, every value of the tile), NaN-propagating; 16-bit pairs compared packed, unconverted.
   __device__ __forceinline__ float max(float m) const {
+    if constexpr (W == 4) {
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k)
+      for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < W; ++j) m = nan_max(m, at(k, j));
-    return m;
+        for (int j = 0; j < W; ++j) m = nan_max(m, at(k, j));
+      return m;
+    } else {
+      std::uint32_t w = u[0].w[0];
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+        for (int q = k == 0 ? 1 : 0; q < 4; ++q) w = max_word<T>(w, u[k].w[q]);
+      Vec<T> last{};
+      last.w[0] = w;
+      return nan_max(nan_max(m, unpack(last, 0)), unpack(last, 1));
+    }
   }
 
   // sum of exp(value - m) over the tile.
@@ -145,7 +158,7 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
       const MaxSum row = scope.reduce(MaxSum{m, t.sum_exp(m)});
       const float inv_sum = 1.0f / row.sum;
       t.store(y, origin, begin, end, lane, lanes, y_vectors,
-              [&](int k, int j) { return exp_shifted(t.at(k, j), row.max) * inv_sum; });
+              [&](int k, int j) { return exp_shifted(t.at_late(k, j), row.max) * inv_sum; });
     }
     return;
   }
@@ -192,7 +205,7 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
       tdy.load(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
     }
     ty.store(dx, t0, begin, end, lane, lanes, dx_vectors,
-             [&](int k, int j) { return ty.at(k, j) * (tdy.at(k, j) - row_dot); });
+             [&](int k, int j) { return ty.at_late(k, j) * (tdy.at_late(k, j) - row_dot); });
   }
 }
 
