@@ -20,8 +20,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();  // portable 
 // forward holds x, backward holds y and dy), so 1024-thread blocks stay within 64 registers.
 constexpr int kMaxValuesPerThread = 32;
 // The same 32 registers counted as raw 16-byte units (4 registers each), all operands together:
-// 32 fp32 values but 64 fp16/bf16 ones. The split plans hold 16-bit slices this deep, so a
-// 16-bit thread keeps as many bytes in flight through the row exchange as an fp32 one.
+// 32 fp32 values but 64 fp16/bf16 ones. split_row holds 16-bit slices this deep, so a 16-bit
+// thread keeps as many bytes in flight through the row exchange as an fp32 one. (The cluster
+// plan's CTAs of up to 1024 threads have 64 registers, and its depth-8 16-bit tiles spilled.)
 constexpr int kMaxUnitsPerThread = 8;
 
 // Elements of T in one 16-byte access.
@@ -115,20 +116,22 @@ __device__ __forceinline__ V block_reduce(V v) {
 // The 16-byte unit of a row: vec_width<T>() consecutive elements held as four 32-bit words, two
 // 16-bit elements per word (the lower address in the low half). As an array of 16-bit elements
 // the compiler gave each element its own 32-bit register: 8 per 16-bit unit instead of 4.
+// An fp32 unit stays four floats: as words, ptxas allocated some fp32 kernels worse (a 4-byte
+// spill in warp_per_row forward at depth 8).
 template <typename T>
 struct alignas(16) Vec {
   std::uint32_t w[4];
 };
+template <>
+struct alignas(16) Vec<float> {
+  float w[4];
+};
 
 template <typename T>
 __device__ __forceinline__ std::uint32_t bits_of(T x) {
-  if constexpr (sizeof(T) == 4) {
-    return __float_as_uint(x);
-  } else {
-    std::uint16_t b;
-    memcpy(&b, &x, sizeof(b));
-    return b;
-  }
+  std::uint16_t b;
+  memcpy(&b, &x, sizeof(b));
+  return b;
 }
 
 // The unit whose element j is element(j).
@@ -136,8 +139,12 @@ template <typename T, typename F>
 __device__ __forceinline__ Vec<T> make_vec(F element) {
   Vec<T> v;
 #pragma unroll
-  for (int q = 0; q < 4; ++q)
-    v.w[q] = sizeof(T) == 4 ? bits_of<T>(element(q)) : bits_of<T>(element(2 * q)) | bits_of<T>(element(2 * q + 1)) << 16;
+  for (int q = 0; q < 4; ++q) {
+    if constexpr (std::is_same_v<T, float>)
+      v.w[q] = element(q);
+    else
+      v.w[q] = bits_of<T>(element(2 * q)) | bits_of<T>(element(2 * q + 1)) << 16;
+  }
   return v;
 }
 
@@ -148,7 +155,7 @@ __device__ __forceinline__ Vec<T> round_vec(const float (&in)[vec_width<T>()]) {
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     if constexpr (std::is_same_v<T, float>) {
-      v.w[q] = __float_as_uint(in[q]);
+      v.w[q] = in[q];
     } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
       const __nv_bfloat162 p = __floats2bfloat162_rn(in[2 * q], in[2 * q + 1]);
       memcpy(&v.w[q], &p, sizeof(p));
@@ -195,7 +202,10 @@ __device__ __forceinline__ Vec<T> load_vec(const T* __restrict__ row, std::int64
   constexpr int W = vec_width<T>();
   if (vectors && i >= lo && i + W <= end) return load_unit(row + i);
   const T filler = from_float<T>(fill);
-  return make_vec<T>([&](int j) { return i + j >= lo && i + j < end ? row[i + j] : filler; });
+  T e[W];
+#pragma unroll
+  for (int j = 0; j < W; ++j) e[j] = i + j >= lo && i + j < end ? row[i + j] : filler;
+  return make_vec<T>([&](int j) { return e[j]; });
 }
 
 // Element j of a unit as fp32. The 16-bit conversions are volatile asm so that the compiler
@@ -206,7 +216,7 @@ __device__ __forceinline__ Vec<T> load_vec(const T* __restrict__ row, std::int64
 template <typename T>
 __device__ __forceinline__ float unpack(const Vec<T>& v, int j) {
   if constexpr (std::is_same_v<T, float>) {
-    return __uint_as_float(v.w[j]);
+    return v.w[j];
   } else {
     const std::uint32_t word = v.w[j / 2];  // elements j & ~1 (low half) and j | 1 (high half)
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // bf16 is the top half of an fp32
@@ -233,7 +243,7 @@ __device__ __forceinline__ float unpack(const Vec<T>& v, int j) {
 template <typename T>
 __device__ __forceinline__ float unpack_late(const Vec<T>& v, int j) {
   if constexpr (std::is_same_v<T, float>) {
-    return __uint_as_float(v.w[j]);
+    return v.w[j];
   } else {
     const std::uint32_t word = v.w[j / 2];
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // the element's two bytes to the top, zeros below

@@ -141,7 +141,7 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
   if (end - origin <= tile_elems) {
     // Single tile: one read + one write. While the fp32 exponentials fit the value budget they
     // stay in registers, rescaled from this thread's max to the row's by one factor, so each
-    // element costs one exp; deeper 16-bit tiles (the split plans) recompute them instead.
+    // element costs one exp; deeper 16-bit tiles (split_row's) recompute them instead.
     t.load(x, origin, begin, end, lane, lanes, true, kNegInf);  // -inf padding adds exp(-inf) = 0
     const float m = t.max(kNegInf);
     if constexpr (kVecs * W <= kMaxValuesPerThread) {
@@ -230,23 +230,12 @@ struct BlockScope {
 
 namespace cp::softmax_detail {
 
-// The deepest tile (16-byte units per thread, a power of two) whose fp32 values fit the value
-// budget: what the one-block and one-warp plans hold.
-template <typename T>
-constexpr int max_vecs(int operands) {
-  return kMaxValuesPerThread / vec_width<T>() / operands;
-}
-
-// The deepest tile whose raw units fit the register budget: what the split plans hold (twice
-// max_vecs for 16-bit types, the same for fp32).
-constexpr int max_units(int operands) { return kMaxUnitsPerThread / operands; }
-
 // Calls f(std::integral_constant<int, V>{}) for the runtime tile depth vecs in {1, 2, 4, 8},
-// instantiating only depths up to kMaxDepth.
-template <typename T, int kOperands, int kMaxDepth = max_vecs<T>(kOperands), typename F>
+// instantiating only depths whose `operands` tiles fit kMaxValuesPerThread.
+template <typename T, int kOperands, typename F>
 void dispatch_vecs(int vecs, F&& f) {
   auto call = [&](auto depth) {
-    if constexpr (decltype(depth)::value <= kMaxDepth) f(depth);
+    if constexpr (kOperands * decltype(depth)::value * vec_width<T>() <= kMaxValuesPerThread) f(depth);
   };
   switch (vecs) {
     case 1: call(std::integral_constant<int, 1>{}); break;
@@ -262,6 +251,17 @@ template <typename T>
 std::int64_t tile_span(std::int64_t cols, bool aligned) {
   return cols + (aligned ? 0 : vec_width<T>() - 1);
 }
+
+// The deepest tile (16-byte units per thread, a power of two) whose fp32 values fit the value
+// budget: what the one-warp, one-block and cluster plans hold.
+template <typename T>
+constexpr int max_vecs(int operands) {
+  return kMaxValuesPerThread / vec_width<T>() / operands;
+}
+
+// The deepest tile whose raw units fit the register budget: what split_row holds (twice
+// max_vecs for 16-bit types, the same for fp32).
+constexpr int max_units(int operands) { return kMaxUnitsPerThread / operands; }
 
 // Smallest power-of-two depth d <= max_depth with ceil(units / d) <= lanes_target.
 inline int tile_depth(std::int64_t units, std::int64_t lanes_target, int max_depth) {

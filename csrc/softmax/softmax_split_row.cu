@@ -68,7 +68,7 @@ __device__ __forceinline__ Ticket take_ticket(unsigned* ticket_counter, int slic
 }
 
 template <typename T, int kVecs>
-__global__ __launch_bounds__(kThreads) void softmax_parallel_split_row_fwd(
+__global__ __launch_bounds__(kThreads, 2) void softmax_parallel_split_row_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t cols,
     int slices, std::int64_t slice_len, bool aligned, unsigned* counters, MaxSum* partials) {
   const Ticket t = take_ticket(counters, slices);
@@ -79,7 +79,7 @@ __global__ __launch_bounds__(kThreads) void softmax_parallel_split_row_fwd(
 }
 
 template <typename T, int kVecs>
-__global__ __launch_bounds__(kThreads) void softmax_parallel_split_row_bwd(
+__global__ __launch_bounds__(kThreads, 2) void softmax_parallel_split_row_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
     T* __restrict__ dx, std::int64_t dx_stride, std::int64_t cols, int slices,
     std::int64_t slice_len, bool aligned, unsigned* counters, float* partials) {
