@@ -19,6 +19,11 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();  // portable 
 // A thread keeps at most this many fp32 values of one tile in registers (all operands together:
 // forward holds x, backward holds y and dy), so 1024-thread blocks stay within 64 registers.
 constexpr int kMaxValuesPerThread = 32;
+// The same 32 registers counted as raw 16-byte units (4 registers each), all operands together:
+// 32 fp32 values but 64 fp16/bf16 ones. split_row holds 16-bit slices this deep, so a 16-bit
+// thread keeps as many bytes in flight through the row exchange as an fp32 one. (The cluster
+// plan's CTAs of up to 1024 threads have 64 registers, and its depth-8 16-bit tiles spilled.)
+constexpr int kMaxUnitsPerThread = 8;
 
 // Elements of T in one 16-byte access.
 template <typename T>
@@ -108,11 +113,59 @@ __device__ __forceinline__ V block_reduce(V v) {
   return total;
 }
 
-// The 16-byte unit of a row: vec_width<T>() consecutive elements.
+// The 16-byte unit of a row: vec_width<T>() consecutive elements held as four 32-bit words, two
+// 16-bit elements per word (the lower address in the low half). As an array of 16-bit elements
+// the compiler gave each element its own 32-bit register: 8 per 16-bit unit instead of 4.
+// An fp32 unit stays four floats: as words, ptxas allocated some fp32 kernels worse (a 4-byte
+// spill in warp_per_row forward at depth 8).
 template <typename T>
 struct alignas(16) Vec {
-  T e[vec_width<T>()];
+  std::uint32_t w[4];
 };
+template <>
+struct alignas(16) Vec<float> {
+  float w[4];
+};
+
+template <typename T>
+__device__ __forceinline__ std::uint32_t bits_of(T x) {
+  std::uint16_t b;
+  memcpy(&b, &x, sizeof(b));
+  return b;
+}
+
+// The unit whose element j is element(j).
+template <typename T, typename F>
+__device__ __forceinline__ Vec<T> make_vec(F element) {
+  Vec<T> v;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    if constexpr (std::is_same_v<T, float>)
+      v.w[q] = element(q);
+    else
+      v.w[q] = bits_of<T>(element(2 * q)) | bits_of<T>(element(2 * q + 1)) << 16;
+  }
+  return v;
+}
+
+// The unit of fp32 values `in` rounded to T (16-bit pairs by one cvt.rn.{bf16x2,f16x2}.f32 each).
+template <typename T>
+__device__ __forceinline__ Vec<T> round_vec(const float (&in)[vec_width<T>()]) {
+  Vec<T> v;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    if constexpr (std::is_same_v<T, float>) {
+      v.w[q] = in[q];
+    } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      const __nv_bfloat162 p = __floats2bfloat162_rn(in[2 * q], in[2 * q + 1]);
+      memcpy(&v.w[q], &p, sizeof(p));
+    } else {
+      const __half2 p = __floats2half2_rn(in[2 * q], in[2 * q + 1]);
+      memcpy(&v.w[q], &p, sizeof(p));
+    }
+  }
+  return v;
+}
 
 // Elements of T between the 16-byte boundary at or below p and p itself.
 template <typename T>
@@ -149,23 +202,23 @@ __device__ __forceinline__ Vec<T> load_vec(const T* __restrict__ row, std::int64
   constexpr int W = vec_width<T>();
   if (vectors && i >= lo && i + W <= end) return load_unit(row + i);
   const T filler = from_float<T>(fill);
-  Vec<T> v;
+  T e[W];
 #pragma unroll
-  for (int j = 0; j < W; ++j) v.e[j] = i + j >= lo && i + j < end ? row[i + j] : filler;
-  return v;
+  for (int j = 0; j < W; ++j) e[j] = i + j >= lo && i + j < end ? row[i + j] : filler;
+  return make_vec<T>([&](int j) { return e[j]; });
 }
 
 // Element j of a unit as fp32. The 16-bit conversions are volatile asm so that the compiler
 // converts again in each pass over a tile instead of keeping converted fp32 copies of the
 // whole tile alive between passes (more registers than the raw units, and spills at the
-// 64-register caps). One instruction per element and pass.
+// 64-register caps). One instruction per element and pass. ptxas still merges identical
+// conversions of two passes, so the pass after a row reduction uses unpack_late.
 template <typename T>
 __device__ __forceinline__ float unpack(const Vec<T>& v, int j) {
   if constexpr (std::is_same_v<T, float>) {
-    return v.e[j];
+    return v.w[j];
   } else {
-    std::uint32_t word;  // elements j & ~1 (low half) and j | 1 (high half)
-    memcpy(&word, &v.e[j & ~1], sizeof(word));
+    const std::uint32_t word = v.w[j / 2];  // elements j & ~1 (low half) and j | 1 (high half)
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // bf16 is the top half of an fp32
       std::uint32_t bits;
       if (j & 1)
@@ -184,15 +237,54 @@ __device__ __forceinline__ float unpack(const Vec<T>& v, int j) {
   }
 }
 
+// unpack() by another instruction form (byte permutes): the same value, which ptxas cannot merge
+// with an unpack() of the same element before a row reduction, so the tile's 16-bit values are
+// not kept converted (twice the registers) through the reduction.
+template <typename T>
+__device__ __forceinline__ float unpack_late(const Vec<T>& v, int j) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v.w[j];
+  } else {
+    const std::uint32_t word = v.w[j / 2];
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // the element's two bytes to the top, zeros below
+      std::uint32_t bits;
+      if (j & 1)
+        asm volatile("prmt.b32 %0, %1, %2, 0x3244;" : "=r"(bits) : "r"(word), "r"(0u));
+      else
+        asm volatile("prmt.b32 %0, %1, %2, 0x1044;" : "=r"(bits) : "r"(word), "r"(0u));
+      return __uint_as_float(bits);
+    } else {  // the halves swapped first, then the other half converted
+      float r;
+      if (j & 1)
+        asm volatile("{\n.reg .b32 s;\n.reg .f16 lo, hi;\nprmt.b32 s, %1, %1, 0x1032;\nmov.b32 {lo, hi}, s;\n"
+                     "cvt.f32.f16 %0, lo;\n}" : "=f"(r) : "r"(word));
+      else
+        asm volatile("{\n.reg .b32 s;\n.reg .f16 lo, hi;\nprmt.b32 s, %1, %1, 0x1032;\nmov.b32 {lo, hi}, s;\n"
+                     "cvt.f32.f16 %0, hi;\n}" : "=f"(r) : "r"(word));
+      return r;
+    }
+  }
+}
+
+// Elementwise NaN-propagating max of two words of 16-bit pairs (max.NaN.{bf16x2,f16x2}), no
+// conversion.
+template <typename T>
+__device__ __forceinline__ std::uint32_t max_word(std::uint32_t a, std::uint32_t b) {
+  static_assert(sizeof(T) == 2, "16-bit pairs only");
+  std::uint32_t r;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  else
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+
 template <typename T>
 __device__ __forceinline__ void store_vec(T* __restrict__ row, std::int64_t i, std::int64_t lo, std::int64_t end,
                                           bool vectors, const float (&in)[vec_width<T>()]) {
   constexpr int W = vec_width<T>();
   if (vectors && i >= lo && i + W <= end) {
-    Vec<T> v;
-#pragma unroll
-    for (int j = 0; j < W; ++j) v.e[j] = from_float<T>(in[j]);
-    store_unit(row + i, v);
+    store_unit(row + i, round_vec<T>(in));
   } else {
 #pragma unroll
     for (int j = 0; j < W; ++j)

@@ -28,6 +28,8 @@ struct Tile {
   Vec<T> u[kVecs];
 
   __device__ __forceinline__ float at(int k, int j) const { return unpack(u[k], j); }
+  // at(), for the pass after a row reduction (unpack_late says why).
+  __device__ __forceinline__ float at_late(int k, int j) const { return unpack_late(u[k], j); }
 
   // Only a thread's first unit can start before `begin` (tiles start at most W - 1 elements
   // early); later units get no lower bound, which the compiler folds away.
@@ -35,13 +37,34 @@ struct Tile {
     return k == 0 ? lo : std::numeric_limits<std::int64_t>::min();
   }
 
-  // max(m, every value of the tile), NaN-propagating.
+  // max(m, every value of the tile), NaN-propagating; 16-bit pairs compared packed, unconverted.
   __device__ __forceinline__ float max(float m) const {
+    if constexpr (W == 4) {
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+        for (int j = 0; j < W; ++j) m = nan_max(m, at(k, j));
+      return m;
+    } else {
+      std::uint32_t w = u[0].w[0];
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+        for (int q = k == 0 ? 1 : 0; q < 4; ++q) w = max_word<T>(w, u[k].w[q]);
+      Vec<T> last{};
+      last.w[0] = w;
+      return nan_max(nan_max(m, unpack(last, 0)), unpack(last, 1));
+    }
+  }
+
+  // sum of exp(value - m) over the tile.
+  __device__ __forceinline__ float sum_exp(float m) const {
+    float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < W; ++j) m = nan_max(m, at(k, j));
-    return m;
+      for (int j = 0; j < W; ++j) s += exp_shifted(at(k, j), m);
+    return s;
   }
 
   // Units of the tile at tile_begin; elements outside [begin, end) read as `fill`. `vectors`:
@@ -64,12 +87,9 @@ struct Tile {
     for (int k = 0; k < kVecs; ++k) whole_units = whole_units && (k * step + W <= hi || k * step >= hi);
     if (whole_units) {
       const T filler = from_float<T>(fill);
+      const Vec<T> padding = make_vec<T>([&](int) { return filler; });
 #pragma unroll
-      for (int k = 0; k < kVecs; ++k) {
-#pragma unroll
-        for (int j = 0; j < W; ++j) u[k].e[j] = filler;
-        if (k * step + W <= hi) u[k] = load_unit(row + first + k * step);
-      }
+      for (int k = 0; k < kVecs; ++k) u[k] = k * step + W <= hi ? load_unit(row + first + k * step) : padding;
       return;
     }
 #pragma unroll
@@ -112,38 +132,41 @@ template <typename T, int kVecs, typename Scope>
 __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x, T* __restrict__ y,
                                                         std::int64_t begin, std::int64_t end, int lane, int lanes,
                                                         bool aligned, Scope& scope) {
-  static_assert(kVecs * vec_width<T>() <= kMaxValuesPerThread, "tile does not fit the register budget");
+  static_assert(kVecs <= kMaxUnitsPerThread, "tile does not fit the register budget");
   constexpr int W = vec_width<T>();
   const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * W;
   const std::int64_t origin = tile_origin(x, begin, end, aligned);
   const bool y_vectors = same_phase(static_cast<const T*>(y), x, begin, aligned);
   Tile<T, kVecs> t;
   if (end - origin <= tile_elems) {
-    // Single tile: the exponentials stay in registers, rescaled from this thread's max to the
-    // row's by one factor, so each element costs one exp (the MUFU and FMA work halves).
+    // Single tile: one read + one write. While the fp32 exponentials fit the value budget they
+    // stay in registers, rescaled from this thread's max to the row's by one factor, so each
+    // element costs one exp; deeper 16-bit tiles (split_row's) recompute them instead.
     t.load(x, origin, begin, end, lane, lanes, true, kNegInf);  // -inf padding adds exp(-inf) = 0
     const float m = t.max(kNegInf);
-    float e[kVecs][W];
-    float s = 0.0f;
+    if constexpr (kVecs * W <= kMaxValuesPerThread) {
+      float e[kVecs][W];
+      float s = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k)
+      for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < W; ++j) s += e[k][j] = exp_shifted(t.at(k, j), m);
-    const MaxSum row = scope.reduce(MaxSum{m, s});
-    const float scale = rescale(m, row.max) / row.sum;
-    t.store(y, origin, begin, end, lane, lanes, y_vectors, [&](int k, int j) { return e[k][j] * scale; });
+        for (int j = 0; j < W; ++j) s += e[k][j] = exp_shifted(t.at(k, j), m);
+      const MaxSum row = scope.reduce(MaxSum{m, s});
+      const float scale = rescale(m, row.max) / row.sum;
+      t.store(y, origin, begin, end, lane, lanes, y_vectors, [&](int k, int j) { return e[k][j] * scale; });
+    } else {
+      const MaxSum row = scope.reduce(MaxSum{m, t.sum_exp(m)});
+      const float inv_sum = 1.0f / row.sum;
+      t.store(y, origin, begin, end, lane, lanes, y_vectors,
+              [&](int k, int j) { return exp_shifted(t.at_late(k, j), row.max) * inv_sum; });
+    }
     return;
   }
   MaxSum part = empty_max_sum();
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
     t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
     const float m = t.max(part.max);
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < W; ++j) s += exp_shifted(t.at(k, j), m);
-    part = {m, part.sum * rescale(part.max, m) + s};
+    part = {m, part.sum * rescale(part.max, m) + t.sum_exp(m)};
   }
   const MaxSum row = scope.reduce(part);
   const float inv_sum = 1.0f / row.sum;
@@ -159,7 +182,7 @@ template <typename T, int kVecs, typename Scope>
 __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y, const T* __restrict__ dy,
                                                          T* __restrict__ dx, std::int64_t begin, std::int64_t end,
                                                          int lane, int lanes, bool aligned, Scope& scope) {
-  static_assert(2 * kVecs * vec_width<T>() <= kMaxValuesPerThread, "tiles do not fit the register budget");
+  static_assert(2 * kVecs <= kMaxUnitsPerThread, "tiles do not fit the register budget");
   const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * vec_width<T>();
   const std::int64_t origin = tile_origin(y, begin, end, aligned);
   const bool dy_vectors = same_phase(dy, y, begin, aligned);
@@ -182,7 +205,7 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
       tdy.load(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
     }
     ty.store(dx, t0, begin, end, lane, lanes, dx_vectors,
-             [&](int k, int j) { return ty.at(k, j) * (tdy.at(k, j) - row_dot); });
+             [&](int k, int j) { return ty.at_late(k, j) * (tdy.at_late(k, j) - row_dot); });
   }
 }
 
@@ -229,11 +252,16 @@ std::int64_t tile_span(std::int64_t cols, bool aligned) {
   return cols + (aligned ? 0 : vec_width<T>() - 1);
 }
 
-// The deepest tile (16-byte units per thread, a power of two) that fits the register budget.
+// The deepest tile (16-byte units per thread, a power of two) whose fp32 values fit the value
+// budget: what the one-warp, one-block and cluster plans hold.
 template <typename T>
 constexpr int max_vecs(int operands) {
   return kMaxValuesPerThread / vec_width<T>() / operands;
 }
+
+// The deepest tile whose raw units fit the register budget: what split_row holds (twice
+// max_vecs for 16-bit types, the same for fp32).
+constexpr int max_units(int operands) { return kMaxUnitsPerThread / operands; }
 
 // Smallest power-of-two depth d <= max_depth with ceil(units / d) <= lanes_target.
 inline int tile_depth(std::int64_t units, std::int64_t lanes_target, int max_depth) {

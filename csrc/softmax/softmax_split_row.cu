@@ -1,8 +1,9 @@
 // split_row: long rows, few rows (32 x 1M, 4 x 4M): each row is cut into `slices` contiguous
 // slices, one 512-thread block per slice, so the whole GPU works on a handful of rows.
-// A block keeps its slice in registers (32 fp32 values per thread: 16384 elements forward, 8192
-// per operand backward), reduces it to partial statistics, publishes them in the workspace, bumps
-// the row's arrival counter and spins until every slice of the row has arrived; then it combines
+// A block keeps its slice in registers as raw 16-byte units (32 registers per thread: 16384 fp32
+// or 32768 fp16/bf16 elements forward, half that per operand backward), reduces it to partial
+// statistics, publishes them in the workspace, bumps the row's arrival counter and spins until
+// every slice of the row has arrived; then it combines
 // all partials (same order in every block, so every block gets the same bits) and writes its
 // slice from registers: DRAM sees one read + one write.
 // Deadlock freedom: blocks take row/slice tickets from a global counter in the order they start,
@@ -67,7 +68,7 @@ __device__ __forceinline__ Ticket take_ticket(unsigned* ticket_counter, int slic
 }
 
 template <typename T, int kVecs>
-__global__ __launch_bounds__(kThreads) void softmax_parallel_split_row_fwd(
+__global__ __launch_bounds__(kThreads, 2) void softmax_parallel_split_row_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t cols,
     int slices, std::int64_t slice_len, bool aligned, unsigned* counters, MaxSum* partials) {
   const Ticket t = take_ticket(counters, slices);
@@ -78,7 +79,7 @@ __global__ __launch_bounds__(kThreads) void softmax_parallel_split_row_fwd(
 }
 
 template <typename T, int kVecs>
-__global__ __launch_bounds__(kThreads) void softmax_parallel_split_row_bwd(
+__global__ __launch_bounds__(kThreads, 2) void softmax_parallel_split_row_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
     T* __restrict__ dx, std::int64_t dx_stride, std::int64_t cols, int slices,
     std::int64_t slice_len, bool aligned, unsigned* counters, float* partials) {
@@ -87,11 +88,6 @@ __global__ __launch_bounds__(kThreads) void softmax_parallel_split_row_bwd(
   const std::int64_t begin = t.slice * slice_len;
   softmax_segment_backward<T, kVecs>(y + t.row * y_stride, dy + t.row * dy_stride, dx + t.row * dx_stride, begin,
                                      std::min(cols, begin + slice_len), threadIdx.x, kThreads, aligned, scope);
-}
-
-template <typename T, int kOperands>
-constexpr int split_depth() {
-  return max_vecs<T>(kOperands);
 }
 
 // Slices: as many one-tile slices as the row needs, capped by the co-resident block count.
@@ -104,7 +100,7 @@ SplitLayout split_layout(Kernel kernel, std::int64_t rows, std::int64_t cols, in
   }
   const std::int64_t capacity = std::max<std::int64_t>(1, static_cast<std::int64_t>(per_sm) * sm_count);
   constexpr int W = vec_width<T>();
-  const std::int64_t tile_elems = static_cast<std::int64_t>(kThreads) * split_depth<T, kOperands>() * W;
+  const std::int64_t tile_elems = static_cast<std::int64_t>(kThreads) * max_units(kOperands) * W;
   std::int64_t slices = std::min(capacity, (cols + tile_elems - 1) / tile_elems);
   const std::int64_t slice_len = ((cols + slices - 1) / slices + W - 1) / W * W;  // 16-byte aligned slices
   slices = (cols + slice_len - 1) / slice_len;
@@ -117,11 +113,11 @@ SplitLayout split_layout(Kernel kernel, std::int64_t rows, std::int64_t cols, in
 
 template <typename T>
 SplitLayout forward_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
-  return split_layout<T, 1>(softmax_parallel_split_row_fwd<T, split_depth<T, 1>()>, rows, cols, device, sm_count);
+  return split_layout<T, 1>(softmax_parallel_split_row_fwd<T, max_units(1)>, rows, cols, device, sm_count);
 }
 template <typename T>
 SplitLayout backward_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
-  return split_layout<T, 2>(softmax_parallel_split_row_bwd<T, split_depth<T, 2>()>, rows, cols, device, sm_count);
+  return split_layout<T, 2>(softmax_parallel_split_row_bwd<T, max_units(2)>, rows, cols, device, sm_count);
 }
 
 template <typename V>
@@ -157,7 +153,7 @@ void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const SplitLayout l = forward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
     prepare_workspace(ctx, l);
-    softmax_parallel_split_row_fwd<T, split_depth<T, 1>()><<<split_grid(op.rows, l), kThreads, 0, ctx.stream>>>(
+    softmax_parallel_split_row_fwd<T, max_units(1)><<<split_grid(op.rows, l), kThreads, 0, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
         static_cast<int>(l.slices), l.slice_len, op.aligned, static_cast<unsigned*>(ctx.workspace),
         partials_of<MaxSum>(ctx, l));
@@ -169,7 +165,7 @@ void split_row_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const SplitLayout l = backward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
     prepare_workspace(ctx, l);
-    softmax_parallel_split_row_bwd<T, split_depth<T, 2>()><<<split_grid(op.rows, l), kThreads, 0, ctx.stream>>>(
+    softmax_parallel_split_row_bwd<T, max_units(2)><<<split_grid(op.rows, l), kThreads, 0, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
         static_cast<T*>(op.out), op.out_stride, op.cols, static_cast<int>(l.slices), l.slice_len,
         op.aligned, static_cast<unsigned*>(ctx.workspace), partials_of<float>(ctx, l));
