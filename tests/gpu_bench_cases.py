@@ -57,10 +57,6 @@ class BenchGpuTest(GpuTestCase):
         method, reason = default_method()
         return TimingSettings(rounds=2, samples_per_round=3, method=method, method_reason=reason, l2_bytes=l2_bytes())
 
-    def skip_if_caching_allocator_off(self, why):
-        if os.environ.get(NO_CACHING_ENV) == "1":  # e.g. under compute-sanitizer
-            self.skipTest(f"{why} ({NO_CACHING_ENV}=1); the plain GPU tier runs it")
-
     def test_cli_graph_path_writes_a_valid_results_file(self):
         self.skip_if_caching_allocator_off("CUDA-graph timing needs the caching allocator; "
                                            "test_events_path_when_caching_allocator_is_off covers this setting")

@@ -132,8 +132,7 @@ class SoftmaxGpuTest(GpuTestCase):
                 x = torch.randn(8, 3000, 5, device="cuda")
                 self.assertClose(compiled(x), torch.softmax(x.double(), 1) * 2, 1e-5)
             with self.subTest(backend=backend, what="CUDA graph"):
-                if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
-                    self.skipTest("CUDA graph capture needs the caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1)")
+                self.skip_if_caching_allocator_off("CUDA graph capture needs the caching allocator")
                 static_x = torch.randn(37, 4097, device="cuda")
                 cp.softmax(static_x, backend=backend)  # warm-up (compile) outside capture
                 torch.cuda.synchronize()

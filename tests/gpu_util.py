@@ -42,6 +42,12 @@ class GpuTestCase(unittest.TestCase):
         self.seed = int.from_bytes(os.urandom(4), "little")
         torch.manual_seed(self.seed)
 
+    def skip_if_caching_allocator_off(self, why: str):
+        """Skip (saying why) when the allocator cache is off, as under compute-sanitizer: CUDA graph
+        capture needs the cache. The plain GPU tier runs these tests."""
+        if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
+            self.skipTest(f"{why} (PYTORCH_NO_CUDA_MEMORY_CACHING=1); the plain GPU tier runs it")
+
     def assertClose(self, out: torch.Tensor, ref: torch.Tensor, tol: float, what: str = "", scale: float | None = None):
         """||out - ref|| / scale <= tol in float64 (scale: ||ref|| unless given); NaN where ref is
         finite fails (unwritten output)."""

@@ -1,8 +1,8 @@
 """The readable table printed after a run (also from a stored JSON: python -m cuda_portfolio.bench.report F)."""
 from __future__ import annotations
 
-import itertools
 import argparse
+import itertools
 import json
 import sys
 
