@@ -1,11 +1,21 @@
 // block_online: long rows with enough rows to fill the GPU, any length. One 512-thread block per
-// row streams the row in tiles of 512 x 16 values: pass 1 keeps a running (max, sum) per thread
-// (online softmax: the sum is rescaled when the max grows; backward: the running dot product),
-// one block reduction, then pass 2 reads the row again and writes the output.
-// Bound: the row is READ TWICE. With ~4 rows per SM in flight the second read hits L2 while
-// 4 * 132 rows fit in it (fp32 rows up to ~28K columns); beyond that DRAM sees 3 (forward) or
-// 5 (backward) tensor passes instead of 2 / 3, capping forward near 0.67x copy bandwidth.
-// The fallback that runs any shape; block_per_row / cluster_split_row beat it where they apply.
+// row streams the row in tiles of 128 bytes per thread (forward: 8 16-byte units of x; backward:
+// 4 each of y and dy): pass 1 keeps a running (max, sum) per thread (online softmax: the sum is
+// rescaled when the max grows; backward: the running dot product), one block reduction, then
+// pass 2 reads the row again and writes the output.
+// Bound: one read + one write from DRAM (forward 2, backward 3 tensor passes) if the second read
+// hits L2. Two things keep it there:
+//  - L2 hints: the first read asks for evict_last; the second read and the stores are streaming
+//    (evict-first), so the lines still waiting for their second read are the ones L2 keeps.
+//  - Rows in flight: each in-flight row holds its bytes in L2 between the two reads. When the
+//    blocks that fit on the GPU (2 per SM) would hold more than kL2Share of L2, the grid shrinks
+//    to fewer rows per SM (at least 1) and each block walks rows (row += gridDim.x).
+// Measured (docs/perf-log.md, v9): the hints, the deeper tiles and the row cap together took fp32
+// 4096x32768 forward from 0.64x to 0.93x copy bandwidth in the sweep. The limit on longer rows (one
+// row per SM is then 128 KiB+ of bytes waiting in L2, 1 block per SM) is bytes in flight per SM.
+#include <algorithm>
+#include <limits>
+
 #include "common/cuda_check.h"
 #include "common/dispatch.h"
 #include "softmax/softmax_plans.h"
@@ -15,50 +25,64 @@ namespace cp::softmax_detail {
 namespace {
 
 constexpr int kThreads = 512;
-
-// 16 values per thread and operand: 4 (fp32) or 2 (16-bit) 16-byte loads in flight per operand.
-template <typename T>
-constexpr int online_depth() {
-  return max_vecs<T>(2);
-}
+constexpr int kMinBlocksPerSm = 2;
+// Share of L2 the rows in flight may hold between their two reads (outputs and second reads are
+// evict-first, so most of the rest is free; the sweep's best cap was 0.7 of H200's 50 MiB).
+constexpr double kL2Share = 0.7;
 
 template <typename T>
-__global__ __launch_bounds__(kThreads) void softmax_parallel_block_online_fwd(const T* __restrict__ x,
-                                                                              std::int64_t x_stride,
-                                                                              T* __restrict__ y,
-                                                                              std::int64_t y_stride,
-                                                                              std::int64_t cols, bool aligned) {
-  const std::int64_t row = blockIdx.x;
+__global__ __launch_bounds__(kThreads, kMinBlocksPerSm) void softmax_parallel_block_online_fwd(
+    const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t rows,
+    std::int64_t cols, bool aligned) {
   BlockScope scope;
-  softmax_segment_forward<T, online_depth<T>()>(x + row * x_stride, y + row * y_stride, 0, cols, threadIdx.x,
-                                                kThreads, aligned, scope);
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x)
+    softmax_segment_forward<T, max_units(1), BlockScope, true>(x + row * x_stride, y + row * y_stride, 0,
+                                                                        cols, threadIdx.x, kThreads, aligned, scope);
 }
 
 template <typename T>
-__global__ __launch_bounds__(kThreads) void softmax_parallel_block_online_bwd(
+__global__ __launch_bounds__(kThreads, kMinBlocksPerSm) void softmax_parallel_block_online_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
-    T* __restrict__ dx, std::int64_t dx_stride, std::int64_t cols, bool aligned) {
-  const std::int64_t row = blockIdx.x;
+    T* __restrict__ dx, std::int64_t dx_stride, std::int64_t rows, std::int64_t cols, bool aligned) {
   BlockScope scope;
-  softmax_segment_backward<T, online_depth<T>()>(y + row * y_stride, dy + row * dy_stride, dx + row * dx_stride, 0,
-                                                 cols, threadIdx.x, kThreads, aligned, scope);
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x)
+    softmax_segment_backward<T, max_units(2), BlockScope, true>(y + row * y_stride, dy + row * dy_stride,
+                                                                         dx + row * dx_stride, 0, cols, threadIdx.x,
+                                                                         kThreads, aligned, scope);
+}
+
+// One block per row while the rows that fit on the GPU at once (`resident_per_sm` per SM) hold
+// at most kL2Share of L2 between their reads; else a persistent grid of fewer rows per SM.
+template <typename Kernel>
+unsigned online_grid(Kernel kernel, const RowOperands& op, const LaunchContext& ctx, int operands) {
+  int resident_per_sm = 0, l2_bytes = 0;
+  CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_per_sm, kernel, kThreads, 0));
+  CP_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, ctx.device));
+  const double reread_bytes = static_cast<double>(operands) * op.cols * dtype_size(op.dtype);
+  const auto fit_per_sm = static_cast<std::int64_t>(kL2Share * l2_bytes / (reread_bytes * ctx.sm_count));
+  const std::int64_t blocks =
+      fit_per_sm >= resident_per_sm ? op.rows : std::min<std::int64_t>(op.rows, std::max<std::int64_t>(fit_per_sm, 1) * ctx.sm_count);
+  return static_cast<unsigned>(std::min<std::int64_t>(blocks, std::numeric_limits<int>::max()));
 }
 
 }  // namespace
 
 void block_online_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    softmax_parallel_block_online_fwd<T><<<static_cast<unsigned>(op.rows), kThreads, 0, ctx.stream>>>(
-        static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols, op.aligned);
+    const auto kernel = softmax_parallel_block_online_fwd<T>;
+    kernel<<<online_grid(kernel, op, ctx, 1), kThreads, 0, ctx.stream>>>(
+        static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.rows, op.cols,
+        op.aligned);
   })
   CP_CHECK_LAUNCH("softmax_parallel_block_online_fwd");
 }
 
 void block_online_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    softmax_parallel_block_online_bwd<T><<<static_cast<unsigned>(op.rows), kThreads, 0, ctx.stream>>>(
+    const auto kernel = softmax_parallel_block_online_bwd<T>;
+    kernel<<<online_grid(kernel, op, ctx, 2), kThreads, 0, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
-        static_cast<T*>(op.out), op.out_stride, op.cols, op.aligned);
+        static_cast<T*>(op.out), op.out_stride, op.rows, op.cols, op.aligned);
   })
   CP_CHECK_LAUNCH("softmax_parallel_block_online_bwd");
 }

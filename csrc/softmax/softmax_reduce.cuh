@@ -173,34 +173,57 @@ __device__ __forceinline__ int misalignment(const T* p) {
   return static_cast<int>((reinterpret_cast<std::uintptr_t>(p) & 15) / sizeof(T));
 }
 
+// Where a 16-byte access leaves its line in L2. Streaming (`.cs`: evict-first in L1 and L2) marks
+// lines the kernel will not touch again (its output, a row's second and last read), so that the
+// lines still waiting for their second read are the ones L2 keeps (block_online). KeepForReread
+// additionally gives the first read an evict_last policy.
+enum class L2Hint { Normal, Streaming, KeepForReread };
+
 // One 16-byte access for a whole unit at a 16-byte aligned address (ld.global.nc.v4 /
 // st.global.v4). The store is written in PTX because the compiler split every C++ form tried
 // (the Vec<T> struct, a uint4) into element stores in most kernels: 8 st.global.u16 per 16-bit
 // unit, 4 st.global.f32 per fp32 unit (docs/perf-log.md).
-template <typename T>
+template <typename T, L2Hint H = L2Hint::Normal>
 __device__ __forceinline__ Vec<T> load_unit(const T* p) {
-  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+  uint4 u;
+  if constexpr (H == L2Hint::Normal) {
+    u = __ldg(reinterpret_cast<const uint4*>(p));
+  } else if constexpr (H == L2Hint::Streaming) {
+    asm("ld.global.cs.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+                 : "l"(p));
+  } else {
+    asm(
+        "{\n.reg .b64 policy;\ncreatepolicy.fractional.L2::evict_last.b64 policy, 1.0;\n"
+        "ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], policy;\n}"
+        : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+        : "l"(p));
+  }
   Vec<T> v;
   memcpy(&v, &u, sizeof(v));
   return v;
 }
 
-template <typename T>
+template <typename T, L2Hint H = L2Hint::Normal>
 __device__ __forceinline__ void store_unit(T* p, const Vec<T>& v) {
   uint4 u;
   memcpy(&u, &v, sizeof(u));
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
-               : "memory");
+  if constexpr (H == L2Hint::Normal)
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
+                 : "memory");
+  else
+    asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
+                 : "memory");
 }
 
 // The unit of elements [i, i + W) of `row`; those before `lo` or at or past `end` read as `fill`.
 // One 16-byte load when the unit is whole and `vectors` (the caller knows the unit is 16-byte
 // aligned), element loads otherwise.
-template <typename T>
+template <typename T, L2Hint H = L2Hint::Normal>
 __device__ __forceinline__ Vec<T> load_vec(const T* __restrict__ row, std::int64_t i, std::int64_t lo,
                                            std::int64_t end, bool vectors, float fill) {
   constexpr int W = vec_width<T>();
-  if (vectors && i >= lo && i + W <= end) return load_unit(row + i);
+  if (vectors && i >= lo && i + W <= end) return load_unit<T, H>(row + i);
   const T filler = from_float<T>(fill);
   T e[W];
 #pragma unroll
@@ -279,12 +302,12 @@ __device__ __forceinline__ std::uint32_t max_word(std::uint32_t a, std::uint32_t
   return r;
 }
 
-template <typename T>
+template <typename T, L2Hint H = L2Hint::Normal>
 __device__ __forceinline__ void store_vec(T* __restrict__ row, std::int64_t i, std::int64_t lo, std::int64_t end,
                                           bool vectors, const float (&in)[vec_width<T>()]) {
   constexpr int W = vec_width<T>();
   if (vectors && i >= lo && i + W <= end) {
-    store_unit(row + i, round_vec<T>(in));
+    store_unit<T, H>(row + i, round_vec<T>(in));
   } else {
 #pragma unroll
     for (int j = 0; j < W; ++j)

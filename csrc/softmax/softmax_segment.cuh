@@ -69,6 +69,7 @@ struct Tile {
 
   // Units of the tile at tile_begin; elements outside [begin, end) read as `fill`. `vectors`:
   // row + tile_begin is 16-byte aligned, so every whole unit is one 16-byte access.
+  template <L2Hint H = L2Hint::Normal>
   __device__ __forceinline__ void load(const T* __restrict__ row, std::int64_t tile_begin, std::int64_t begin,
                                        std::int64_t end, int lane, int lanes, bool vectors, float fill) {
     // Offsets relative to this thread's first unit: one 64-bit base, small per-unit steps.
@@ -89,15 +90,15 @@ struct Tile {
       const T filler = from_float<T>(fill);
       const Vec<T> padding = make_vec<T>([&](int) { return filler; });
 #pragma unroll
-      for (int k = 0; k < kVecs; ++k) u[k] = k * step + W <= hi ? load_unit(row + first + k * step) : padding;
+      for (int k = 0; k < kVecs; ++k) u[k] = k * step + W <= hi ? load_unit<T, H>(row + first + k * step) : padding;
       return;
     }
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) u[k] = load_vec(row + first, k * step, unit_lo(k, lo), hi, vectors, fill);
+    for (int k = 0; k < kVecs; ++k) u[k] = load_vec<T, H>(row + first, k * step, unit_lo(k, lo), hi, vectors, fill);
   }
 
   // Writes value(k, j) (fp32) for element j of unit k, over the same units load() reads.
-  template <typename F>
+  template <L2Hint H = L2Hint::Normal, typename F>
   static __device__ __forceinline__ void store(T* __restrict__ row, std::int64_t tile_begin, std::int64_t begin,
                                                std::int64_t end, int lane, int lanes, bool vectors, F value) {
     const std::int64_t first = tile_begin + static_cast<std::int64_t>(lane) * W;
@@ -107,7 +108,7 @@ struct Tile {
       float out[W];
 #pragma unroll
       for (int j = 0; j < W; ++j) out[j] = value(k, j);
-      store_vec(row + first, k * step, unit_lo(k, begin - first), end - first, vectors, out);
+      store_vec<T, H>(row + first, k * step, unit_lo(k, begin - first), end - first, vectors, out);
     }
   }
 };
@@ -127,8 +128,16 @@ __device__ __forceinline__ bool same_phase(const T* other, const T* lead, std::i
   return aligned || misalignment(other + begin) == misalignment(lead + begin);
 }
 
+// L2 hints of the path that reads a segment twice (kHinted: block_online): the first read
+// evict_last, the second read and the stores evict-first (softmax_block_online.cu says why).
+template <bool kHinted>
+struct RereadHints {
+  static constexpr L2Hint first = kHinted ? L2Hint::KeepForReread : L2Hint::Normal;
+  static constexpr L2Hint second = kHinted ? L2Hint::Streaming : L2Hint::Normal;
+};
+
 // y = softmax(x) over the row; this thread's part of [begin, end).
-template <typename T, int kVecs, typename Scope>
+template <typename T, int kVecs, typename Scope, bool kHinted = false>
 __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x, T* __restrict__ y,
                                                         std::int64_t begin, std::int64_t end, int lane, int lanes,
                                                         bool aligned, Scope& scope) {
@@ -163,22 +172,23 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
     return;
   }
   MaxSum part = empty_max_sum();
+  using Hints = RereadHints<kHinted>;
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
-    t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
+    t.template load<Hints::first>(x, t0, begin, end, lane, lanes, true, kNegInf);
     const float m = t.max(part.max);
     part = {m, part.sum * rescale(part.max, m) + t.sum_exp(m)};
   }
   const MaxSum row = scope.reduce(part);
   const float inv_sum = 1.0f / row.sum;
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
-    t.load(x, t0, begin, end, lane, lanes, true, kNegInf);
-    t.store(y, t0, begin, end, lane, lanes, y_vectors,
-            [&](int k, int j) { return exp_shifted(t.at(k, j), row.max) * inv_sum; });
+    t.template load<Hints::second>(x, t0, begin, end, lane, lanes, true, kNegInf);
+    t.template store<Hints::second>(y, t0, begin, end, lane, lanes, y_vectors,
+                                    [&](int k, int j) { return exp_shifted(t.at(k, j), row.max) * inv_sum; });
   }
 }
 
 // dx = y * (dy - sum(y * dy)) over the row; this thread's part of [begin, end).
-template <typename T, int kVecs, typename Scope>
+template <typename T, int kVecs, typename Scope, bool kHinted = false>
 __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y, const T* __restrict__ dy,
                                                          T* __restrict__ dx, std::int64_t begin, std::int64_t end,
                                                          int lane, int lanes, bool aligned, Scope& scope) {
@@ -187,11 +197,12 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
   const std::int64_t origin = tile_origin(y, begin, end, aligned);
   const bool dy_vectors = same_phase(dy, y, begin, aligned);
   const bool single_tile = end - origin <= tile_elems;
+  using Hints = RereadHints<kHinted>;
   Tile<T, kVecs> ty, tdy;
   float dot = 0.0f;
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
-    ty.load(y, t0, begin, end, lane, lanes, true, 0.0f);
-    tdy.load(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
+    ty.template load<Hints::first>(y, t0, begin, end, lane, lanes, true, 0.0f);
+    tdy.template load<Hints::first>(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
@@ -201,10 +212,10 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
   const bool dx_vectors = same_phase(static_cast<const T*>(dx), y, begin, aligned);
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
     if (!single_tile) {
-      ty.load(y, t0, begin, end, lane, lanes, true, 0.0f);
-      tdy.load(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
+      ty.template load<Hints::second>(y, t0, begin, end, lane, lanes, true, 0.0f);
+      tdy.template load<Hints::second>(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
     }
-    ty.store(dx, t0, begin, end, lane, lanes, dx_vectors,
+    ty.template store<Hints::second>(dx, t0, begin, end, lane, lanes, dx_vectors,
              [&](int k, int j) { return ty.at_late(k, j) * (tdy.at_late(k, j) - row_dot); });
   }
 }
