@@ -75,15 +75,16 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 // Short rows: a warp each; rows up to 16384 columns with enough rows to fill the GPU: a block each.
 // Longer rows are measured, not derived: the rule below follows `--plans all` on the H200
 // (results/h200/softmax-plans.json, every plan timed at 6 long-row shapes, fp32 and bf16, fwd and bwd):
-// - fewer than ~32 rows: split_row, which spreads a row over the most blocks (0.36-0.61x copy;
-//   cluster_split_row 0.24-0.53x, block_online 0.02-0.36x);
-// - 16-bit forward: block_online (0.59-0.75x; the cluster plan 0.39-0.66x): with 2-byte loads a
-//   block has enough rows in flight that reading x twice (the second read from L2) costs less
-//   than the cluster's barriers;
+// - fewer than ~32 rows: split_row, which spreads a row over the most blocks (0.47-0.64x copy;
+//   cluster_split_row 0.25-0.54x, block_online 0.04-0.34x);
+// - block_online wherever it runs one block per row with all resident rows' second reads in L2
+//   (block_online_rereads_from_l2): 0.97x at 4096x32768 in fp32 forward and bf16 both ways,
+//   0.78x at bf16 2048x50257 forward; every other plan 0.50-0.87x there;
+// - 16-bit forward otherwise: block_online too (0.64-0.78x; the cluster plan 0.40-0.53x);
 // - 16-bit backward: block_per_row up to 32768 columns, block_online with many rows (>= 12 per SM),
-//   else split_row;
+//   else split_row (1024x131072: 0.76x against block_online's 0.64x);
 // - fp32: cluster_split_row on Hopper with >= 2 rows per SM, except the backward of long rows with
-//   fewer than 12 rows per SM (1024x131072: split_row 0.79x, cluster 0.71x); split_row below 2 rows
+//   fewer than 12 rows per SM (1024x131072: split_row 0.81x, cluster 0.73x); split_row below 2 rows
 //   per SM.
 // Off Hopper (no cluster plan) fp32 keeps block_per_row / block_online with enough rows.
 SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device,
@@ -93,6 +94,8 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
   if (cols <= 16384 && rows >= sms) return SoftmaxPlan::BlockPerRow;
   if (rows < sms / 4) return SoftmaxPlan::SplitRow;
   const bool forward = direction == SoftmaxDirection::Forward;
+  if (softmax_detail::block_online_rereads_from_l2(dtype, rows, cols, forward, device, static_cast<int>(sms)))
+    return SoftmaxPlan::BlockOnline;
   const bool many_rows = rows >= 12 * sms;
   const bool fits_block = cols <= softmax_detail::kBlockPerRowMaxCols;
   if (dtype != DType::F32) {

@@ -51,17 +51,27 @@ __global__ __launch_bounds__(kThreads, kMinBlocksPerSm) void softmax_parallel_bl
                                                                          kThreads, aligned, scope);
 }
 
-// One block per row while the rows that fit on the GPU at once (`resident_per_sm` per SM) hold
-// at most kL2Share of L2 between their reads; else a persistent grid of fewer rows per SM.
+// Rows per SM that the GPU keeps in flight (occupancy) and that fit kL2Share of L2 between
+// their two reads (each re-reads `operands` tensors' row).
+struct Residency {
+  std::int64_t resident_per_sm, fit_per_sm;
+};
+
 template <typename Kernel>
-unsigned online_grid(Kernel kernel, const RowOperands& op, const LaunchContext& ctx, int operands) {
+Residency residency(Kernel kernel, DType dtype, std::int64_t cols, int operands, int device, int sm_count) {
   int resident_per_sm = 0, l2_bytes = 0;
   CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_per_sm, kernel, kThreads, 0));
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, ctx.device));
-  const double reread_bytes = static_cast<double>(operands) * op.cols * dtype_size(op.dtype);
-  const auto fit_per_sm = static_cast<std::int64_t>(kL2Share * l2_bytes / (reread_bytes * ctx.sm_count));
-  const std::int64_t blocks =
-      fit_per_sm >= resident_per_sm ? op.rows : std::min<std::int64_t>(op.rows, std::max<std::int64_t>(fit_per_sm, 1) * ctx.sm_count);
+  CP_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  const double reread_bytes = static_cast<double>(operands) * static_cast<double>(cols) * dtype_size(dtype);
+  return {resident_per_sm, static_cast<std::int64_t>(kL2Share * l2_bytes / (reread_bytes * sm_count))};
+}
+
+// One block per row while the resident rows fit the L2 share; else a persistent grid of as many
+// rows per SM as fit (at least 1), each block walking rows.
+unsigned online_grid(const Residency& r, const RowOperands& op, const LaunchContext& ctx) {
+  const std::int64_t blocks = r.fit_per_sm >= r.resident_per_sm
+                                  ? op.rows
+                                  : std::min<std::int64_t>(op.rows, std::max<std::int64_t>(r.fit_per_sm, 1) * ctx.sm_count);
   return static_cast<unsigned>(std::min<std::int64_t>(blocks, std::numeric_limits<int>::max()));
 }
 
@@ -70,7 +80,8 @@ unsigned online_grid(Kernel kernel, const RowOperands& op, const LaunchContext& 
 void block_online_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const auto kernel = softmax_parallel_block_online_fwd<T>;
-    kernel<<<online_grid(kernel, op, ctx, 1), kThreads, 0, ctx.stream>>>(
+    const Residency r = residency(kernel, op.dtype, op.cols, 1, ctx.device, ctx.sm_count);
+    kernel<<<online_grid(r, op, ctx), kThreads, 0, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.rows, op.cols,
         op.aligned);
   })
@@ -80,11 +91,22 @@ void block_online_forward(const RowOperands& op, const LaunchContext& ctx) {
 void block_online_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const auto kernel = softmax_parallel_block_online_bwd<T>;
-    kernel<<<online_grid(kernel, op, ctx, 2), kThreads, 0, ctx.stream>>>(
+    const Residency r = residency(kernel, op.dtype, op.cols, 2, ctx.device, ctx.sm_count);
+    kernel<<<online_grid(r, op, ctx), kThreads, 0, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
         static_cast<T*>(op.out), op.out_stride, op.rows, op.cols, op.aligned);
   })
   CP_CHECK_LAUNCH("softmax_parallel_block_online_bwd");
+}
+
+bool block_online_rereads_from_l2(DType dtype, std::int64_t rows, std::int64_t cols, bool forward, int device,
+                                  int sm_count) {
+  Residency r{};
+  CP_DISPATCH_FLOAT_TYPES(dtype, T, {
+    r = forward ? residency(softmax_parallel_block_online_fwd<T>, dtype, cols, 1, device, sm_count)
+                : residency(softmax_parallel_block_online_bwd<T>, dtype, cols, 2, device, sm_count);
+  })
+  return r.fit_per_sm >= r.resident_per_sm && rows >= r.resident_per_sm * sm_count;
 }
 
 }  // namespace cp::softmax_detail
