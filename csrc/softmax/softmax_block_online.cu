@@ -10,9 +10,9 @@
 //  - Rows in flight: each in-flight row holds its bytes in L2 between the two reads. When the
 //    blocks that fit on the GPU (2 per SM) would hold more than kL2Share of L2, the grid shrinks
 //    to fewer rows per SM (at least 1) and each block walks rows (row += gridDim.x).
-// Measured (docs/perf-log.md, v9): the hints, the deeper tiles and the row cap together took fp32
-// 4096x32768 forward from 0.64x to 0.93x copy bandwidth in the sweep. The limit on longer rows (one
-// row per SM is then 128 KiB+ of bytes waiting in L2, 1 block per SM) is bytes in flight per SM.
+// Measured on the H200 (docs/perf-log.md, v9): 0.97x copy bandwidth at 4096x32768 (fp32 forward,
+// bf16 both ways; 0.70-0.77x before). Longer rows get 1 block per SM under the cap, too few bytes
+// in flight to cover DRAM latency: 0.58-0.80x.
 #include <algorithm>
 #include <limits>
 
