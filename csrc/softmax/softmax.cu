@@ -73,14 +73,19 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 }
 
 // Short rows: a warp each; rows up to 16384 columns with enough rows to fill the GPU: a block each.
-// Longer rows are measured, not derived: the rule below follows `--plans all` on the H200
-// (results/h200/softmax-plans.json, every plan timed at 6 long-row shapes, fp32 and bf16, fwd and bwd):
+// Longer rows are measured, not derived: the rule below follows `--plans all` on the H200, every
+// plan timed in fp32 and bf16, fwd and bwd (results/h200/softmax-plans.json: 6 long-row shapes;
+// softmax-plans-v9b.json: block_online with its 1024-thread capped grid at 4 of them, 16384x1024
+// and 8192x8192):
 // - fewer than ~32 rows: split_row, which spreads a row over the most blocks (0.47-0.64x copy;
 //   cluster_split_row 0.25-0.54x, block_online 0.04-0.34x);
-// - block_online wherever it runs one block per row with all resident rows' second reads in L2
-//   (block_online_rereads_from_l2): 0.97x at 4096x32768 in fp32 forward and bf16 both ways,
-//   0.78x at bf16 2048x50257 forward; every other plan 0.50-0.87x there;
-// - 16-bit forward otherwise: block_online too (0.64-0.78x; the cluster plan 0.40-0.53x);
+// - backward at 513-1024 columns: block_per_row (16384x1024: 1.01x fp32, 0.90x bf16; warp_per_row
+//   0.90x / 0.86x, it reads the row twice there);
+// - block_online wherever every row it keeps in flight re-reads from L2, whether one block per row
+//   or a capped grid of one 1024-thread block per SM (block_online_rereads_from_l2): 0.96-0.99x at
+//   4096x32768 in fp32 forward and bf16 both ways, 0.95x fp32 backward (cluster 0.94x), 0.78x at
+//   2048x50257 forward in both types (cluster 0.74x fp32), 0.66x bf16 2048x50257 backward;
+// - 16-bit forward otherwise: block_online too (bf16 256x262144: 0.65x; split_row 0.59x, cluster 0.41x);
 // - 16-bit backward: block_per_row up to 32768 columns, block_online with many rows (>= 12 per SM),
 //   else split_row (1024x131072: 0.76x against block_online's 0.64x);
 // - fp32: cluster_split_row on Hopper with >= 2 rows per SM, except the backward of long rows with
@@ -89,11 +94,16 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 // Off Hopper (no cluster plan) fp32 keeps block_per_row / block_online with enough rows.
 SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device,
                                 SoftmaxDirection direction) {
-  if (cols <= softmax_detail::kWarpPerRowMaxCols) return SoftmaxPlan::WarpPerRow;
   const std::int64_t sms = sm_count_of(device);
+  const bool forward = direction == SoftmaxDirection::Forward;
+  if (cols <= softmax_detail::kWarpPerRowMaxCols) {
+    // Backward past 512 columns: warp_per_row's tiles (16 values each of y and dy per lane) no
+    // longer hold the row, which it then reads twice; a block per row holds it in one tile.
+    if (!forward && cols > softmax_detail::kWarpPerRowMaxCols / 2 && rows >= sms) return SoftmaxPlan::BlockPerRow;
+    return SoftmaxPlan::WarpPerRow;
+  }
   if (cols <= 16384 && rows >= sms) return SoftmaxPlan::BlockPerRow;
   if (rows < sms / 4) return SoftmaxPlan::SplitRow;
-  const bool forward = direction == SoftmaxDirection::Forward;
   if (softmax_detail::block_online_rereads_from_l2(dtype, rows, cols, forward, device, static_cast<int>(sms)))
     return SoftmaxPlan::BlockOnline;
   const bool many_rows = rows >= 12 * sms;

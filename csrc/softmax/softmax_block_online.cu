@@ -122,7 +122,8 @@ bool block_online_rereads_from_l2(DType dtype, std::int64_t rows, std::int64_t c
     r = forward ? residency(softmax_parallel_block_online_fwd<T, kSmallBlock>, dtype, cols, 1, device, sm_count)
                 : residency(softmax_parallel_block_online_bwd<T, kSmallBlock>, dtype, cols, 2, device, sm_count);
   })
-  return r.fit_per_sm >= r.resident_per_sm && rows >= r.resident_per_sm * sm_count;
+  // The grid launch_online picks fills with rows: resident_per_sm per SM uncapped, else fit (>= 1).
+  return r.fit_per_sm >= 1 && rows >= std::min(r.fit_per_sm, r.resident_per_sm) * sm_count;
 }
 
 }  // namespace cp::softmax_detail

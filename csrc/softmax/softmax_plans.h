@@ -41,8 +41,9 @@ void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx);
 void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx);
 void block_online_forward(const RowOperands& op, const LaunchContext& ctx);
 void block_online_backward(const RowOperands& op, const LaunchContext& ctx);
-// Whether block_online fills every resident block slot with a row (rows >= slots) and those rows
-// all fit the L2 share between their two reads: then each row costs one DRAM read + one write.
+// Whether every row block_online keeps in flight fits the L2 share between its two reads (at
+// least one row per SM fits) and the rows fill the grid it launches: then each row costs one DRAM
+// read + one write.
 bool block_online_rereads_from_l2(DType dtype, std::int64_t rows, std::int64_t cols, bool forward, int device,
                                   int sm_count);
 
