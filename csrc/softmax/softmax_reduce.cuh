@@ -189,9 +189,7 @@ __device__ __forceinline__ Vec<T> load_unit(const T* p) {
   if constexpr (H == L2Hint::Normal) {
     u = __ldg(reinterpret_cast<const uint4*>(p));
   } else if constexpr (H == L2Hint::Streaming) {
-    asm("ld.global.cs.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
-                 : "l"(p));
+    asm("ld.global.cs.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
   } else {
     asm(
         "{\n.reg .b64 policy;\ncreatepolicy.fractional.L2::evict_last.b64 policy, 1.0;\n"
@@ -202,6 +200,33 @@ __device__ __forceinline__ Vec<T> load_unit(const T* p) {
   Vec<T> v;
   memcpy(&v, &u, sizeof(v));
   return v;
+}
+
+// load_unit(p) when `take`, else `fill`. The hinted loads are inline PTX, which the compiler does
+// not predicate: behind a C++ condition each got its own branch (one LDG.E.128 per basic block in
+// the SASS), so the predicate goes into the PTX (`@p ld`) and the loads stay in one block.
+template <typename T, L2Hint H = L2Hint::Normal>
+__device__ __forceinline__ Vec<T> load_unit_or(const T* p, bool take, const Vec<T>& fill) {
+  if constexpr (H == L2Hint::Normal) {
+    return take ? load_unit<T, H>(p) : fill;
+  } else {
+    uint4 u;
+    memcpy(&u, &fill, sizeof(u));
+    if constexpr (H == L2Hint::Streaming) {
+      asm("{\n.reg .pred p;\nsetp.ne.b32 p, %5, 0;\n@p ld.global.cs.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+          : "+r"(u.x), "+r"(u.y), "+r"(u.z), "+r"(u.w)
+          : "l"(p), "r"(static_cast<int>(take)));
+    } else {
+      asm("{\n.reg .pred p;\n.reg .b64 policy;\nsetp.ne.b32 p, %5, 0;\n"
+          "createpolicy.fractional.L2::evict_last.b64 policy, 1.0;\n"
+          "@p ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], policy;\n}"
+          : "+r"(u.x), "+r"(u.y), "+r"(u.z), "+r"(u.w)
+          : "l"(p), "r"(static_cast<int>(take)));
+    }
+    Vec<T> v;
+    memcpy(&v, &u, sizeof(v));
+    return v;
+  }
 }
 
 template <typename T, L2Hint H = L2Hint::Normal>

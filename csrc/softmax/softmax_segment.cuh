@@ -90,7 +90,7 @@ struct Tile {
       const T filler = from_float<T>(fill);
       const Vec<T> padding = make_vec<T>([&](int) { return filler; });
 #pragma unroll
-      for (int k = 0; k < kVecs; ++k) u[k] = k * step + W <= hi ? load_unit<T, H>(row + first + k * step) : padding;
+      for (int k = 0; k < kVecs; ++k) u[k] = load_unit_or<T, H>(row + first + k * step, k * step + W <= hi, padding);
       return;
     }
 #pragma unroll
