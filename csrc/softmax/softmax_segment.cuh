@@ -216,7 +216,7 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
       tdy.template load<Hints::second>(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
     }
     ty.template store<Hints::second>(dx, t0, begin, end, lane, lanes, dx_vectors,
-             [&](int k, int j) { return ty.at_late(k, j) * (tdy.at_late(k, j) - row_dot); });
+                                     [&](int k, int j) { return ty.at_late(k, j) * (tdy.at_late(k, j) - row_dot); });
   }
 }
 
