@@ -11,6 +11,7 @@ import unittest
 import torch
 
 from cuda_portfolio._backends import compiled_gpu_unavailable
+from cuda_portfolio.bench.timing import NO_CACHING_ENV
 
 REQUIRE_GPU = os.environ.get("KERNEL_REQUIRE_GPU", "0") == "1"
 
@@ -45,8 +46,8 @@ class GpuTestCase(unittest.TestCase):
     def skip_if_caching_allocator_off(self, why: str):
         """Skip (saying why) when the allocator cache is off, as under compute-sanitizer: CUDA graph
         capture needs the cache. The plain GPU tier runs these tests."""
-        if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
-            self.skipTest(f"{why} (PYTORCH_NO_CUDA_MEMORY_CACHING=1); the plain GPU tier runs it")
+        if os.environ.get(NO_CACHING_ENV) == "1":
+            self.skipTest(f"{why} ({NO_CACHING_ENV}=1); the plain GPU tier runs it")
 
     def assertClose(self, out: torch.Tensor, ref: torch.Tensor, tol: float, what: str = "", scale: float | None = None):
         """||out - ref|| / scale <= tol in float64 (scale: ||ref|| unless given); NaN where ref is

@@ -147,7 +147,8 @@ class InspectKernelTest(unittest.TestCase):
         for sass in sorted((out / "cuda").glob("softmax_*.sass")):
             for chunk in sass.read_text().split("Function : ")[1:]:
                 mangled = chunk.split()[0]
-                depth = re.search(r"I(?:13__nv_bfloat16|6__half)Li(\d+)E", mangled)  # <bf16 or half, depth, ...>
+                # <bf16 or half, depth (block_online: block size), ...>
+                depth = re.search(r"I(?:13__nv_bfloat16|6__half)Li(\d+)E", mangled)
                 if depth and int(depth.group(1)) >= 2:
                     checked += 1
                     with self.subTest(kernel=mangled):
@@ -212,10 +213,6 @@ class CompareBackendsTest(unittest.TestCase):
         self.assertIn("ncu not found", diagnostics[0].read_text())
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class SanitizerGroupTest(unittest.TestCase):
     def test_memcheck_steps_cover_every_softmax_test_method_once(self):
         """reproduce_results.sh runs the softmax sweep per backend and lists the module's other
@@ -235,3 +232,7 @@ class SanitizerGroupTest(unittest.TestCase):
                 self.assertEqual(matched, [], "the sweep runs in its own per-backend steps")
             else:
                 self.assertTrue(matched, f"{name} is missing from the memcheck-gpu_softmax_cases-rest step")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -71,6 +71,12 @@ Residency residency(Kernel kernel, DType dtype, std::int64_t cols, int operands,
   return {resident_per_sm, static_cast<std::int64_t>(kL2Share * l2_bytes / (reread_bytes * sm_count))};
 }
 
+template <typename T>
+Residency residency_of(bool forward, DType dtype, std::int64_t cols, int device, int sm_count) {
+  return forward ? residency(softmax_parallel_block_online_fwd<T, kSmallBlock>, dtype, cols, 1, device, sm_count)
+                 : residency(softmax_parallel_block_online_bwd<T, kSmallBlock>, dtype, cols, 2, device, sm_count);
+}
+
 // launch(block threads as an integral_constant, grid): one 512-thread block per row while the
 // resident rows fit the L2 share; else a persistent grid of as many rows per SM as fit, each
 // block walking rows: 512-thread blocks for 2+ rows per SM, one 1024-thread block per SM for 1.
@@ -91,8 +97,7 @@ void launch_online(const Residency& r, const RowOperands& op, const LaunchContex
 
 void block_online_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const Residency r =
-        residency(softmax_parallel_block_online_fwd<T, kSmallBlock>, op.dtype, op.cols, 1, ctx.device, ctx.sm_count);
+    const Residency r = residency_of<T>(true, op.dtype, op.cols, ctx.device, ctx.sm_count);
     launch_online(r, op, ctx, [&](auto threads, unsigned grid) {
       softmax_parallel_block_online_fwd<T, threads><<<grid, threads.value, 0, ctx.stream>>>(
           static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.rows, op.cols,
@@ -104,8 +109,7 @@ void block_online_forward(const RowOperands& op, const LaunchContext& ctx) {
 
 void block_online_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const Residency r =
-        residency(softmax_parallel_block_online_bwd<T, kSmallBlock>, op.dtype, op.cols, 2, ctx.device, ctx.sm_count);
+    const Residency r = residency_of<T>(false, op.dtype, op.cols, ctx.device, ctx.sm_count);
     launch_online(r, op, ctx, [&](auto threads, unsigned grid) {
       softmax_parallel_block_online_bwd<T, threads><<<grid, threads.value, 0, ctx.stream>>>(
           static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
@@ -118,10 +122,7 @@ void block_online_backward(const RowOperands& op, const LaunchContext& ctx) {
 bool block_online_rereads_from_l2(DType dtype, std::int64_t rows, std::int64_t cols, bool forward, int device,
                                   int sm_count) {
   Residency r{};
-  CP_DISPATCH_FLOAT_TYPES(dtype, T, {
-    r = forward ? residency(softmax_parallel_block_online_fwd<T, kSmallBlock>, dtype, cols, 1, device, sm_count)
-                : residency(softmax_parallel_block_online_bwd<T, kSmallBlock>, dtype, cols, 2, device, sm_count);
-  })
+  CP_DISPATCH_FLOAT_TYPES(dtype, T, { r = residency_of<T>(forward, dtype, cols, device, sm_count); })
   // The grid launch_online picks fills with rows: resident_per_sm per SM uncapped, else fit (>= 1).
   return r.fit_per_sm >= 1 && rows >= std::min(r.fit_per_sm, r.resident_per_sm) * sm_count;
 }

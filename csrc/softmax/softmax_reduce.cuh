@@ -183,32 +183,21 @@ enum class L2Hint { Normal, Streaming, KeepForReread };
 // st.global.v4). The store is written in PTX because the compiler split every C++ form tried
 // (the Vec<T> struct, a uint4) into element stores in most kernels: 8 st.global.u16 per 16-bit
 // unit, 4 st.global.f32 per fp32 unit (docs/perf-log.md).
-template <typename T, L2Hint H = L2Hint::Normal>
-__device__ __forceinline__ Vec<T> load_unit(const T* p) {
-  uint4 u;
-  if constexpr (H == L2Hint::Normal) {
-    u = __ldg(reinterpret_cast<const uint4*>(p));
-  } else if constexpr (H == L2Hint::Streaming) {
-    asm("ld.global.cs.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
-  } else {
-    asm(
-        "{\n.reg .b64 policy;\ncreatepolicy.fractional.L2::evict_last.b64 policy, 1.0;\n"
-        "ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], policy;\n}"
-        : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
-        : "l"(p));
-  }
+template <typename T>
+__device__ __forceinline__ Vec<T> ldg_unit(const T* p) {
+  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
   Vec<T> v;
   memcpy(&v, &u, sizeof(v));
   return v;
 }
 
-// load_unit(p) when `take`, else `fill`. The hinted loads are inline PTX, which the compiler does
+// The unit at p when `take`, else `fill`. The hinted loads are inline PTX, which the compiler does
 // not predicate: behind a C++ condition each got its own branch (one LDG.E.128 per basic block in
 // the SASS), so the predicate goes into the PTX (`@p ld`) and the loads stay in one block.
 template <typename T, L2Hint H = L2Hint::Normal>
 __device__ __forceinline__ Vec<T> load_unit_or(const T* p, bool take, const Vec<T>& fill) {
   if constexpr (H == L2Hint::Normal) {
-    return take ? load_unit<T, H>(p) : fill;
+    return take ? ldg_unit(p) : fill;
   } else {
     uint4 u;
     memcpy(&u, &fill, sizeof(u));
@@ -227,6 +216,14 @@ __device__ __forceinline__ Vec<T> load_unit_or(const T* p, bool take, const Vec<
     memcpy(&v, &u, sizeof(v));
     return v;
   }
+}
+
+template <typename T, L2Hint H = L2Hint::Normal>
+__device__ __forceinline__ Vec<T> load_unit(const T* p) {
+  if constexpr (H == L2Hint::Normal)
+    return ldg_unit(p);
+  else
+    return load_unit_or<T, H>(p, true, Vec<T>{});
 }
 
 template <typename T, L2Hint H = L2Hint::Normal>
