@@ -126,7 +126,8 @@ class InspectKernelTest(unittest.TestCase):
         out, report, _ = self.inspect("softmax", "cuda")
         kernels = [k for k in report["kernels"] if k["backend"] == "cuda"]
         names = {k["kernel"].split("<")[0] for k in kernels}
-        for plan in ("warp_per_row", "block_per_row", "block_online", "split_row", "cluster_split_row"):
+        for plan in ("warp_per_row", "block_per_row", "block_online", "split_row", "split_row_stream",
+                     "cluster_split_row"):
             for direction in ("fwd", "bwd"):
                 self.assertIn(f"softmax_parallel_{plan}_{direction}", names)
         for k in kernels:
@@ -134,12 +135,16 @@ class InspectKernelTest(unittest.TestCase):
                 self.assertTrue(Path(k["file"] + suffix).exists(), k["file"] + suffix)
             if k["kernel"] not in KNOWN_SOFTMAX_SPILLS:
                 self.assertEqual(k["spill_stores"], 0, k)
-        # Every plan file keeps its 16-byte stores: the compiler once split them into element
-        # stores (8 x st.global.u16 per bf16 unit), which halved the 16-bit throughput.
+        # Every plan file keeps its 16-byte stores (plain or evict-first): the compiler once split
+        # them into element stores (8 x st.global.u16 per bf16 unit), which halved the 16-bit throughput.
         for ptx in sorted((out / "cuda").glob("softmax_*.ptx")):
             with self.subTest(ptx=ptx.name):
-                self.assertIn("st.global.v4.b32", ptx.read_text())
-                self.assertIn("STG.E.128", ptx.with_suffix(".sass").read_text())
+                self.assertRegex(ptx.read_text(), r"st\.global(\.cs)?\.v4\.b32")
+                self.assertRegex(ptx.with_suffix(".sass").read_text(), r"STG\.E(\.EF)?\.128")
+        # The streamed split_row feeds its ring with bulk copies (TMA) and reads it 16 bytes at a time.
+        stream_sass = (out / "cuda" / "softmax_split_row_stream_sm90a.sass").read_text()
+        for instruction in ("UBLKCP.S.G", "LDS.128", "STG.E.EF.128"):
+            self.assertIn(instruction, stream_sass)
         # 16-bit kernels issue a thread's 16-byte loads together: at least two LDG.E.128 in one
         # basic block. Before Tile::load's whole-unit path each load sat behind its own branch
         # and reused one destination register, so each waited for the one before.

@@ -46,11 +46,14 @@
 #include <type_traits>
 
 #include "common/cuda_check.h"
+#include "common/hopper_async.cuh"
 #include "common/numeric.cuh"
 #include "gemm/gemm_versions.h"
 
 namespace cp::gemm_versions {
 namespace {
+
+using namespace cp::hopper;  // mbarriers, named barriers, smem_addr
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
 constexpr int kConsumers = 2, kThreads = 128 * (kConsumers + 1);
@@ -74,34 +77,7 @@ constexpr int kFoldVecs = 8;                // float4 per thread per split in on
 static_assert(kBN / 8 % kFoldVecs == 0, "the fold walks the 32 float4 of a thread in whole steps");
 static_assert(kFoldVecs * 128 * 16 <= kOutBufBytes, "a step's own partial (the stash) fits the epilogue buffer");
 
-// ---- mbarrier, TMA and wgmma wrappers (PTX) ----
-
-__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
-// Waits until the barrier's phase with parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
+// ---- TMA tensor copies and wgmma wrappers (PTX; the mbarriers are in common/hopper_async.cuh) ----
 
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, std::uint64_t* bar, int inner,
                                             int outer) {
@@ -133,12 +109,6 @@ __device__ __forceinline__ float4 ld_shared_v4(std::uint32_t addr) {
   float4 v;
   asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr) : "memory");
   return v;
-}
-// Makes this thread's shared-memory writes visible to the async proxy (TMA).
-__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-// Barrier over the `threads` threads that use barrier `id` (1..15; 0 is __syncthreads).
-__device__ __forceinline__ void named_barrier(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // Split-K hand-off between blocks, through a counter in global memory (gpu scope).
@@ -399,8 +369,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(&full[s], 1);                  // the producer's arrive.expect_tx
       mbar_init(&empty[s], kConsumers * 4);    // one arrive per consumer warp
     }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // barriers visible to TMA
+    mbar_init_fence();  // barriers visible to the consumers and to TMA
   }
   __syncthreads();
 

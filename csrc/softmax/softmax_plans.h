@@ -51,6 +51,14 @@ std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64
 void split_row_forward(const RowOperands& op, const LaunchContext& ctx);
 void split_row_backward(const RowOperands& op, const LaunchContext& ctx);
 
+// Defined in softmax_split_row_stream_sm90a.cu (built only with CUDA_PORTFOLIO_HAS_SM90A): split_row's
+// Hopper kernels, used when split_row_streams(op, device) (sm_90, rows 16-byte aligned and whole units).
+bool split_row_streams(const RowOperands& op, int device);
+std::size_t split_row_stream_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device,
+                                             int sm_count);
+void split_row_stream_forward(const RowOperands& op, const LaunchContext& ctx);
+void split_row_stream_backward(const RowOperands& op, const LaunchContext& ctx);
+
 // Defined in softmax_cluster_split_row_sm90a.cu (built only with CUDA_PORTFOLIO_HAS_SM90A).
 // "" when the cluster kernels can run on `device` (sm_90 and a cluster fits), else the reason.
 std::string cluster_split_row_unsupported(int device);

@@ -1,5 +1,7 @@
 // split_row: long rows, few rows (32 x 1M, 4 x 4M): each row is cut into `slices` contiguous
 // slices, one 512-thread block per slice, so the whole GPU works on a handful of rows.
+// These are the portable kernels; on Hopper, rows that are 16-byte aligned and whole 16-byte
+// units go to the streamed kernels of softmax_split_row_stream_sm90a.cu instead.
 // A block keeps its slice in registers as raw 16-byte units (32 registers per thread: 16384 fp32
 // or 32768 fp16/bf16 elements forward, half that per operand backward), reduces it to partial
 // statistics, publishes them in the workspace, bumps the row's arrival counter and spins until
@@ -146,10 +148,16 @@ std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64
     bytes = std::max(forward_layout<T>(rows, cols, device, sm_count).total_bytes,
                      backward_layout<T>(rows, cols, device, sm_count).total_bytes);
   })
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+  bytes = std::max(bytes, split_row_stream_workspace_bytes(dtype, rows, cols, device, sm_count));
+#endif
   return bytes;
 }
 
 void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+  if (split_row_streams(op, ctx.device)) return split_row_stream_forward(op, ctx);
+#endif
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const SplitLayout l = forward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
     prepare_workspace(ctx, l);
@@ -162,6 +170,9 @@ void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
 }
 
 void split_row_backward(const RowOperands& op, const LaunchContext& ctx) {
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+  if (split_row_streams(op, ctx.device)) return split_row_stream_backward(op, ctx);
+#endif
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const SplitLayout l = backward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
     prepare_workspace(ctx, l);

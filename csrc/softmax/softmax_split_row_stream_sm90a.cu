@@ -1,0 +1,387 @@
+// split_row on Hopper, streamed (sm_90a): the split_row plan's kernels when every row is 16-byte
+// aligned and a whole number of 16-byte units (softmax_split_row.cu keeps the portable kernels
+// for everything else). Long rows are cut into slices, a slice is one job, and each job is
+// streamed through shared memory twice: pass 1 folds it into statistics (forward: running max
+// and sum; backward: sum of y * dy), the slices of a row exchange their statistics through global
+// memory, and pass 2 streams the slice again (from L2) and writes the output.
+// Plan: a persistent grid, one 544-thread block per SM. Warp 16 is the producer: one thread takes
+// job tickets from a global counter in order (row-major over (row, slice)) and, per 16 KiB chunk of
+// each operand, waits for a free stage of a 192 KiB ring (`empty` mbarrier), arms the stage's
+// `full` mbarrier with the byte count and issues 1-D bulk copies (TMA without a tensor map; pass 1
+// with an L2 evict_last policy, pass 2 evict_first). It runs up to a whole ring ahead of the
+// consumers, across the pass boundary and into the next job, so DRAM sees 192 KiB per SM in
+// flight whatever the consumers are doing (the register-tiled kernels issue a tile, then wait
+// for it). Warps 0-15 consume: each thread reads 2 units (16 B) per operand of a chunk from
+// shared memory, releases the stage (one arrive per warp) and computes; pass 2 stores the
+// output from registers with 16-byte evict-first stores.
+// L2: a slice is read from DRAM in pass 1 and again in pass 2, ideally from L2. The slice count
+// keeps the bytes between the two reads, about (blocks x slice bytes), under kL2Share of L2.
+// Slices also fill the grid when rows are fewer than SMs.
+// Deadlock freedom: tickets are taken in order by running producers, and a block's consumers work
+// through its jobs in ticket order, so the oldest unfinished row has all its slices taken by
+// running blocks whose earlier jobs are done or finishable; they all reach its exchange.
+// Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
+// exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda_check.h"
+#include "common/dispatch.h"
+#include "common/hopper_async.cuh"
+#include "softmax/softmax_plans.h"
+#include "softmax/softmax_segment.cuh"
+
+namespace cp::softmax_detail {
+namespace {
+
+using namespace cp::hopper;
+
+constexpr int kConsumerWarps = 16, kConsumerThreads = 32 * kConsumerWarps;
+constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
+constexpr int kChunkBytes = 16384;               // per operand and stage
+constexpr int kUnitsPerThread = kChunkBytes / 16 / kConsumerThreads;
+constexpr int kRingBytes = 192 * 1024;           // forward 12 stages, backward 6 (two operands each)
+constexpr int kConsumerBarrier = 1;              // named barrier over the consumer warps
+// Share of L2 the slices in flight may hold between their two reads (block_online's cap).
+constexpr double kL2Share = 0.7;
+static_assert(kUnitsPerThread * kConsumerThreads * 16 == kChunkBytes, "a chunk is whole units per consumer");
+
+template <int kOps>
+constexpr int stages() {
+  return kRingBytes / (kOps * kChunkBytes);
+}
+
+struct Job {
+  std::int64_t row;  // < 0: no more jobs
+  int slice;
+};
+
+struct StreamProblem {
+  std::int64_t rows, cols, slice_len;
+  int slices;
+};
+
+// The ring of one block: stage s holds operand o's chunk at buf + (s * kOps + o) * kChunkBytes,
+// and jobs[s] names the job whose first chunk is in stage s (written before that stage's `full`
+// arrive, read by the consumers after their wait on it: the mbarrier orders the two).
+template <int kOps>
+struct Ring {
+  static constexpr int kStages = stages<kOps>();
+  unsigned char* buf;
+  std::uint64_t* full;
+  std::uint64_t* empty;
+  Job* jobs;
+  int stage = 0;
+  unsigned phase = 0;
+
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) stage = 0, phase ^= 1;
+  }
+  __device__ __forceinline__ const unsigned char* chunk(int op) const {
+    return buf + (stage * kOps + op) * kChunkBytes;
+  }
+  __device__ __forceinline__ void wait_full() { mbar_wait(&full[stage], phase); }
+  // Called by every consumer thread once its reads of the stage are in registers.
+  __device__ __forceinline__ void release() {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) mbar_arrive(&empty[stage]);
+    advance();
+  }
+};
+
+__device__ __forceinline__ std::int64_t slice_begin(const Job& j, const StreamProblem& p) {
+  return j.slice * p.slice_len;
+}
+__device__ __forceinline__ std::int64_t slice_end(const Job& j, const StreamProblem& p) {
+  return std::min(p.cols, slice_begin(j, p) + p.slice_len);
+}
+
+// The producer thread: tickets -> jobs -> two passes of bulk copies per job; a ticket past the
+// last job puts the end marker in the ring.
+template <typename T, int kOps>
+__device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&in)[kOps],
+                        const std::int64_t (&stride)[kOps], unsigned* ticket_counter) {
+  constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
+  const std::uint64_t keep = l2_policy_evict_last(), drop = l2_policy_evict_first();
+  for (;;) {
+    const unsigned ticket = atomicAdd(ticket_counter, 1u);
+    const Job job{static_cast<std::int64_t>(ticket / p.slices), static_cast<int>(ticket % p.slices)};
+    mbar_wait(&r.empty[r.stage], r.phase ^ 1);
+    if (job.row >= p.rows) {
+      r.jobs[r.stage] = Job{-1, 0};
+      mbar_arrive(&r.full[r.stage]);
+      return;
+    }
+    r.jobs[r.stage] = job;
+    const std::int64_t begin = slice_begin(job, p), end = slice_end(job, p);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
+        if (pass > 0 || c0 > begin) mbar_wait(&r.empty[r.stage], r.phase ^ 1);
+        const unsigned bytes = static_cast<unsigned>(std::min(end - c0, kChunkElems) * sizeof(T));
+        mbar_arrive_expect_tx(&r.full[r.stage], bytes * kOps);
+#pragma unroll
+        for (int op = 0; op < kOps; ++op)
+          bulk_load(r.buf + (r.stage * kOps + op) * kChunkBytes, in[op] + job.row * stride[op] + c0, bytes,
+                    &r.full[r.stage], pass == 0 ? keep : drop);
+        r.advance();
+      }
+    }
+  }
+}
+
+// A consumer thread's units of one chunk (units t and t + 512 of `units`); the rest read as `fill`.
+template <typename T, int kOps>
+__device__ __forceinline__ void read_chunk(const Ring<kOps>& r, int op, int units, Tile<T, kUnitsPerThread>& tile,
+                                           const Vec<T>& fill) {
+  const unsigned char* c = r.chunk(op);
+#pragma unroll
+  for (int k = 0; k < kUnitsPerThread; ++k) {
+    const int u = threadIdx.x + k * kConsumerThreads;
+    tile.u[k] = u < units ? *reinterpret_cast<const Vec<T>*>(c + 16 * u) : fill;
+  }
+}
+
+// Every consumer thread returns the consumers' total (same bits in every thread).
+template <typename V>
+__device__ __forceinline__ V consumers_reduce(V v) {
+  __shared__ V warp_totals[kConsumerWarps];
+  v = warp_reduce(v);
+  if (threadIdx.x % 32 == 0) warp_totals[threadIdx.x / 32] = v;
+  named_barrier(kConsumerBarrier, kConsumerThreads);
+  V total = warp_totals[0];
+  for (int w = 1; w < kConsumerWarps; ++w) total = combine(total, warp_totals[w]);
+  named_barrier(kConsumerBarrier, kConsumerThreads);  // warp_totals may be rewritten next
+  return total;
+}
+
+// The row's statistics from this slice's: with one slice, the slice's; else publish it in the
+// workspace, count the arrival, wait for the row's other slices and combine all of them in slice
+// order (every block of the row gets the same bits).
+template <typename V>
+__device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem& p, unsigned* arrivals, V* partials) {
+  v = consumers_reduce(v);
+  if (p.slices == 1) return v;
+  V* row_partials = partials + job.row * p.slices;
+  if (threadIdx.x == 0) {
+    store_cg(row_partials + job.slice, v);
+    __threadfence();  // the partial is visible before the arrival is counted
+    atomicAdd(arrivals + job.row, 1u);
+    while (*static_cast<volatile unsigned*>(arrivals + job.row) < static_cast<unsigned>(p.slices)) __nanosleep(64);
+    __threadfence();
+  }
+  named_barrier(kConsumerBarrier, kConsumerThreads);
+  V acc = reduce_identity<V>();
+  for (int i = threadIdx.x; i < p.slices; i += kConsumerThreads) acc = combine(acc, load_cg(row_partials + i));
+  return consumers_reduce(acc);
+}
+
+// Barriers and the job ring; thread 0 initialises them. Returns the ring over the dynamic
+// shared memory.
+template <int kOps>
+__device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
+  constexpr int S = Ring<kOps>::kStages;
+  __shared__ __align__(8) std::uint64_t full[S], empty[S];
+  __shared__ Job jobs[S];
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1);                 // the producer's arrive (with the byte count)
+      mbar_init(&empty[s], kConsumerWarps);  // one arrive per consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  return Ring<kOps>{smem, full, empty, jobs};
+}
+
+template <typename T>
+__global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_fwd(
+    const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, StreamProblem p,
+    unsigned* counters, MaxSum* partials) {
+  extern __shared__ __align__(128) unsigned char ring_smem[];
+  Ring<1> r = make_ring<1>(ring_smem);
+  if (threadIdx.x >= kConsumerThreads) {
+    if (threadIdx.x == kConsumerThreads) produce<T, 1>(r, p, {x}, {x_stride}, counters);
+    return;
+  }
+  constexpr int W = vec_width<T>();
+  constexpr int kChunkElems = kChunkBytes / sizeof(T);
+  const T neg_inf = from_float<T>(kNegInf);
+  const Vec<T> fill = make_vec<T>([&](int) { return neg_inf; });  // adds exp(-inf) = 0
+  Tile<T, kUnitsPerThread> t;
+  for (;;) {
+    r.wait_full();
+    const Job job = r.jobs[r.stage];
+    if (job.row < 0) return;
+    const std::int64_t begin = slice_begin(job, p), end = slice_end(job, p);
+    MaxSum part = empty_max_sum();
+    for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
+      if (c0 > begin) r.wait_full();
+      read_chunk(r, 0, static_cast<int>(std::min<std::int64_t>(end - c0, kChunkElems) / W), t, fill);
+      r.release();
+      const float m = t.max(part.max);
+      part = {m, part.sum * rescale(part.max, m) + t.sum_exp(m)};
+    }
+    const MaxSum row = row_total(part, job, p, counters + 1, partials);
+    const float inv_sum = 1.0f / row.sum;
+    T* y_row = y + job.row * y_stride;
+    for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
+      const int units = static_cast<int>(std::min<std::int64_t>(end - c0, kChunkElems) / W);
+      r.wait_full();
+      read_chunk(r, 0, units, t, fill);
+      r.release();
+#pragma unroll
+      for (int k = 0; k < kUnitsPerThread; ++k) {
+        const int u = threadIdx.x + k * kConsumerThreads;
+        float out[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) out[j] = exp_shifted(t.at(k, j), row.max) * inv_sum;
+        if (u < units) store_unit<T, L2Hint::Streaming>(y_row + c0 + static_cast<std::int64_t>(u) * W, round_vec<T>(out));
+      }
+    }
+  }
+}
+
+template <typename T>
+__global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_bwd(
+    const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
+    T* __restrict__ dx, std::int64_t dx_stride, StreamProblem p, unsigned* counters, float* partials) {
+  extern __shared__ __align__(128) unsigned char ring_smem[];
+  Ring<2> r = make_ring<2>(ring_smem);
+  if (threadIdx.x >= kConsumerThreads) {
+    if (threadIdx.x == kConsumerThreads) produce<T, 2>(r, p, {y, dy}, {y_stride, dy_stride}, counters);
+    return;
+  }
+  constexpr int W = vec_width<T>();
+  constexpr int kChunkElems = kChunkBytes / sizeof(T);
+  const Vec<T> zero{};
+  Tile<T, kUnitsPerThread> ty, tdy;
+  for (;;) {
+    r.wait_full();
+    const Job job = r.jobs[r.stage];
+    if (job.row < 0) return;
+    const std::int64_t begin = slice_begin(job, p), end = slice_end(job, p);
+    float dot = 0.0f;
+    for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
+      const int units = static_cast<int>(std::min<std::int64_t>(end - c0, kChunkElems) / W);
+      if (c0 > begin) r.wait_full();
+      read_chunk(r, 0, units, ty, zero);
+      read_chunk(r, 1, units, tdy, zero);
+      r.release();
+#pragma unroll
+      for (int k = 0; k < kUnitsPerThread; ++k)
+#pragma unroll
+        for (int j = 0; j < W; ++j) dot = fmaf(ty.at(k, j), tdy.at(k, j), dot);
+    }
+    const float row_dot = row_total(dot, job, p, counters + 1, partials);
+    T* dx_row = dx + job.row * dx_stride;
+    for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
+      const int units = static_cast<int>(std::min<std::int64_t>(end - c0, kChunkElems) / W);
+      r.wait_full();
+      read_chunk(r, 0, units, ty, zero);
+      read_chunk(r, 1, units, tdy, zero);
+      r.release();
+#pragma unroll
+      for (int k = 0; k < kUnitsPerThread; ++k) {
+        const int u = threadIdx.x + k * kConsumerThreads;
+        float out[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) out[j] = ty.at(k, j) * (tdy.at(k, j) - row_dot);
+        if (u < units) store_unit<T, L2Hint::Streaming>(dx_row + c0 + static_cast<std::int64_t>(u) * W, round_vec<T>(out));
+      }
+    }
+  }
+}
+
+// Workspace: [ticket][arrivals x rows] (zeroed per call), then the partials (V x rows x slices).
+struct StreamLayout {
+  StreamProblem problem;
+  int grid;
+  std::size_t counters_bytes, partials_offset, total_bytes;
+};
+
+int l2_bytes_of(int device) {
+  int bytes = 0;
+  CP_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device));
+  return bytes;
+}
+
+// One block per SM. Slices: enough that blocks x slice bytes (all operands) fit kL2Share of L2,
+// and at least one job per block when rows are few; slices are whole chunks.
+template <typename T, int kOps>
+StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+  constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
+  const std::int64_t grid = std::max(1, sm_count);
+  const double budget = kL2Share * l2_bytes_of(device) / static_cast<double>(grid);
+  const double row_bytes = static_cast<double>(cols) * sizeof(T) * kOps;
+  const std::int64_t chunks = std::max<std::int64_t>(1, (cols + kChunkElems - 1) / kChunkElems);
+  std::int64_t slices = std::max(static_cast<std::int64_t>(row_bytes / budget) + 1, (grid + rows - 1) / std::max<std::int64_t>(rows, 1));
+  slices = std::clamp<std::int64_t>(slices, 1, std::min(grid, chunks));
+  const std::int64_t slice_len = (chunks + slices - 1) / slices * kChunkElems;
+  StreamLayout l{};
+  l.problem = {rows, cols, slice_len, static_cast<int>((cols + slice_len - 1) / slice_len)};
+  l.grid = static_cast<int>(grid);
+  l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(1 + rows);
+  l.partials_offset = (l.counters_bytes + 15) / 16 * 16;
+  l.total_bytes = l.partials_offset + sizeof(MaxSum) * static_cast<std::size_t>(rows) * l.problem.slices;
+  return l;
+}
+
+template <typename Kernel>
+void prepare(Kernel kernel, const StreamLayout& l, const LaunchContext& ctx) {
+  if (ctx.workspace == nullptr || ctx.workspace_bytes < l.total_bytes)
+    throw std::invalid_argument("softmax split_row: workspace of " + std::to_string(ctx.workspace_bytes) +
+                                " bytes given, " + std::to_string(l.total_bytes) + " needed");
+  CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingBytes));
+  CP_CUDA_CHECK(cudaMemsetAsync(ctx.workspace, 0, l.counters_bytes, ctx.stream));
+}
+
+template <typename V>
+V* partials_in(const LaunchContext& ctx, const StreamLayout& l) {
+  return reinterpret_cast<V*>(static_cast<char*>(ctx.workspace) + l.partials_offset);
+}
+
+}  // namespace
+
+bool split_row_streams(const RowOperands& op, int device) {
+  int major = 0, minor = 0;
+  CP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const std::int64_t unit = 16 / static_cast<std::int64_t>(dtype_size(op.dtype));
+  return major == 9 && minor == 0 && op.aligned && op.rows > 0 && op.cols > 0 && op.cols % unit == 0;
+}
+
+std::size_t split_row_stream_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device,
+                                             int sm_count) {
+  std::size_t bytes = 0;
+  CP_DISPATCH_FLOAT_TYPES(dtype, T, {
+    bytes = std::max(stream_layout<T, 1>(rows, cols, device, sm_count).total_bytes,
+                     stream_layout<T, 2>(rows, cols, device, sm_count).total_bytes);
+  })
+  return bytes;
+}
+
+void split_row_stream_forward(const RowOperands& op, const LaunchContext& ctx) {
+  CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
+    const StreamLayout l = stream_layout<T, 1>(op.rows, op.cols, ctx.device, ctx.sm_count);
+    prepare(softmax_parallel_split_row_stream_fwd<T>, l, ctx);
+    softmax_parallel_split_row_stream_fwd<T><<<l.grid, kThreads, kRingBytes, ctx.stream>>>(
+        static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, l.problem,
+        static_cast<unsigned*>(ctx.workspace), partials_in<MaxSum>(ctx, l));
+  })
+  CP_CHECK_LAUNCH("softmax_parallel_split_row_stream_fwd");
+}
+
+void split_row_stream_backward(const RowOperands& op, const LaunchContext& ctx) {
+  CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
+    const StreamLayout l = stream_layout<T, 2>(op.rows, op.cols, ctx.device, ctx.sm_count);
+    prepare(softmax_parallel_split_row_stream_bwd<T>, l, ctx);
+    softmax_parallel_split_row_stream_bwd<T><<<l.grid, kThreads, kRingBytes, ctx.stream>>>(
+        static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
+        static_cast<T*>(op.out), op.out_stride, l.problem, static_cast<unsigned*>(ctx.workspace),
+        partials_in<float>(ctx, l));
+  })
+  CP_CHECK_LAUNCH("softmax_parallel_split_row_stream_bwd");
+}
+
+}  // namespace cp::softmax_detail
