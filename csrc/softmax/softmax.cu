@@ -103,6 +103,13 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
     return SoftmaxPlan::WarpPerRow;
   }
   if (cols <= 16384 && rows >= sms) return SoftmaxPlan::BlockPerRow;
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+  if (softmax_detail::split_row_streams(dtype, cols, device)) {
+    if (forward && softmax_detail::block_online_rereads_from_l2(dtype, rows, cols, forward, device, static_cast<int>(sms)))
+      return SoftmaxPlan::BlockOnline;
+    return SoftmaxPlan::SplitRow;
+  }
+#endif
   if (rows < sms / 4) return SoftmaxPlan::SplitRow;
   if (softmax_detail::block_online_rereads_from_l2(dtype, rows, cols, forward, device, static_cast<int>(sms)))
     return SoftmaxPlan::BlockOnline;

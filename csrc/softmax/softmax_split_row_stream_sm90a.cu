@@ -382,12 +382,16 @@ void with_variant(F&& f) {
 
 }  // namespace
 
-bool split_row_streams(const RowOperands& op, int device) {
+bool split_row_streams(DType dtype, std::int64_t cols, int device) {
   int major = 0, minor = 0;
   CP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  const std::int64_t unit = 16 / static_cast<std::int64_t>(dtype_size(op.dtype));
-  return major == 9 && minor == 0 && op.aligned && op.rows > 0 && op.cols > 0 && op.cols % unit == 0;
+  const std::int64_t unit = 16 / static_cast<std::int64_t>(dtype_size(dtype));
+  return major == 9 && minor == 0 && cols > 0 && cols % unit == 0;
+}
+
+bool split_row_streams(const RowOperands& op, int device) {
+  return op.aligned && op.rows > 0 && split_row_streams(op.dtype, op.cols, device);
 }
 
 std::size_t split_row_stream_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device,
