@@ -12,7 +12,7 @@
 // consumers, across the pass boundary and into the next job, so DRAM sees 192 KiB per SM in
 // flight whatever the consumers are doing (the register-tiled kernels issue a tile, then wait
 // for it). Warps 0-15 consume: each thread reads 2 units (16 B) per operand of a chunk from
-// shared memory, releases the stage (one arrive per warp) and computes; pass 2 stores the
+// shared memory, releases the stage (an mbarrier arrive) and computes; pass 2 stores the
 // output from registers with 16-byte evict-first stores.
 // L2: a slice is read from DRAM in pass 1 and again in pass 2, ideally from L2. The slice count
 // keeps the bytes between the two reads, about (blocks x slice bytes), under kL2Share of L2.
@@ -23,10 +23,8 @@
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
 // exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
 #include <algorithm>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "common/dispatch.h"
@@ -43,22 +41,15 @@ constexpr int kConsumerWarps = 16, kConsumerThreads = 32 * kConsumerWarps;
 constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
 constexpr int kChunkBytes = 16384;               // per operand and stage
 constexpr int kUnitsPerThread = kChunkBytes / 16 / kConsumerThreads;
-constexpr int kSmRingBytes = 192 * 1024;         // per SM: forward 12 stages, backward 6 (two operands each)
+constexpr int kRingBytes = 192 * 1024;           // forward 12 stages, backward 6 (two operands each)
 constexpr int kConsumerBarrier = 1;              // named barrier over the consumer warps
 // Share of L2 the slices in flight may hold between their two reads (block_online's cap).
 constexpr double kL2Share = 0.7;
 static_assert(kUnitsPerThread * kConsumerThreads * 16 == kChunkBytes, "a chunk is whole units per consumer");
 
-// EXPERIMENT (session 6): blocks per SM (1 or 2, the ring split between them) and who arrives on
-// `empty` (lane 0 of each warp after __syncwarp, or every consumer thread), picked on the host by
-// CP_STREAM_VARIANT = b1w (default) | b2w | b1t | b2t. The winner stays, the switch goes.
-template <int kBlocksPerSm>
-constexpr int ring_bytes() {
-  return kSmRingBytes / kBlocksPerSm;
-}
-template <int kOps, int kBlocksPerSm>
+template <int kOps>
 constexpr int stages() {
-  return ring_bytes<kBlocksPerSm>() / (kOps * kChunkBytes);
+  return kRingBytes / (kOps * kChunkBytes);
 }
 
 struct Job {
@@ -74,11 +65,9 @@ struct StreamProblem {
 // The ring of one block: stage s holds operand o's chunk at buf + (s * kOps + o) * kChunkBytes,
 // and jobs[s] names the job whose first chunk is in stage s (written before that stage's `full`
 // arrive, read by the consumers after their wait on it: the mbarrier orders the two).
-template <int kOps_, int kBlocksPerSm, bool kThreadArrive_>
+template <int kOps>
 struct Ring {
-  static constexpr int kOps = kOps_;
-  static constexpr bool kThreadArrive = kThreadArrive_;
-  static constexpr int kStages = stages<kOps, kBlocksPerSm>();
+  static constexpr int kStages = stages<kOps>();
   unsigned char* buf;
   std::uint64_t* full;
   std::uint64_t* empty;
@@ -93,14 +82,11 @@ struct Ring {
     return buf + (stage * kOps + op) * kChunkBytes;
   }
   __device__ __forceinline__ void wait_full() { mbar_wait(&full[stage], phase); }
-  // Called by every consumer thread once its reads of the stage are in registers.
+  // Every consumer thread arrives once its reads of the stage are in registers. (One arrive per
+  // warp after __syncwarp is enough under the PTX memory model, but racecheck does not follow
+  // the warp barrier: it reported the stage's reads racing with the next bulk copy.)
   __device__ __forceinline__ void release() {
-    if constexpr (kThreadArrive) {
-      mbar_arrive(&empty[stage]);
-    } else {
-      __syncwarp();
-      if (threadIdx.x % 32 == 0) mbar_arrive(&empty[stage]);
-    }
+    mbar_arrive(&empty[stage]);
     advance();
   }
 };
@@ -114,8 +100,8 @@ __device__ __forceinline__ std::int64_t slice_end(const Job& j, const StreamProb
 
 // The producer thread: tickets -> jobs -> two passes of bulk copies per job; a ticket past the
 // last job puts the end marker in the ring.
-template <typename T, typename Ring, int kOps = Ring::kOps>
-__device__ void produce(Ring& r, const StreamProblem& p, const T* const (&in)[kOps],
+template <typename T, int kOps>
+__device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&in)[kOps],
                         const std::int64_t (&stride)[kOps], unsigned* ticket_counter) {
   constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
   const std::uint64_t keep = l2_policy_evict_last(), drop = l2_policy_evict_first();
@@ -146,8 +132,8 @@ __device__ void produce(Ring& r, const StreamProblem& p, const T* const (&in)[kO
 }
 
 // A consumer thread's units of one chunk (units t and t + 512 of `units`); the rest read as `fill`.
-template <typename T, typename Ring>
-__device__ __forceinline__ void read_chunk(const Ring& r, int op, int units, Tile<T, kUnitsPerThread>& tile,
+template <typename T, int kOps>
+__device__ __forceinline__ void read_chunk(const Ring<kOps>& r, int op, int units, Tile<T, kUnitsPerThread>& tile,
                                            const Vec<T>& fill) {
   const unsigned char* c = r.chunk(op);
 #pragma unroll
@@ -193,30 +179,30 @@ __device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem&
 
 // Barriers and the job ring; thread 0 initialises them. Returns the ring over the dynamic
 // shared memory.
-template <typename Ring>
-__device__ __forceinline__ Ring make_ring(unsigned char* smem) {
-  constexpr int S = Ring::kStages;
+template <int kOps>
+__device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
+  constexpr int S = Ring<kOps>::kStages;
   __shared__ __align__(8) std::uint64_t full[S], empty[S];
   __shared__ Job jobs[S];
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);                 // the producer's arrive (with the byte count)
-      mbar_init(&empty[s], Ring::kThreadArrive ? kConsumerThreads : kConsumerWarps);
+      mbar_init(&empty[s], kConsumerThreads);  // one arrive per consumer thread
     }
     mbar_init_fence();
   }
   __syncthreads();
-  return Ring{smem, full, empty, jobs};
+  return Ring<kOps>{smem, full, empty, jobs};
 }
 
-template <typename T, int kBlocksPerSm, bool kThreadArrive>
-__global__ __launch_bounds__(kThreads, kBlocksPerSm) void softmax_parallel_split_row_stream_fwd(
+template <typename T>
+__global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, StreamProblem p,
     unsigned* counters, MaxSum* partials) {
   extern __shared__ __align__(128) unsigned char ring_smem[];
-  auto r = make_ring<Ring<1, kBlocksPerSm, kThreadArrive>>(ring_smem);
+  Ring<1> r = make_ring<1>(ring_smem);
   if (threadIdx.x >= kConsumerThreads) {
-    if (threadIdx.x == kConsumerThreads) produce<T>(r, p, {x}, {x_stride}, counters);
+    if (threadIdx.x == kConsumerThreads) produce<T, 1>(r, p, {x}, {x_stride}, counters);
     return;
   }
   constexpr int W = vec_width<T>();
@@ -257,14 +243,14 @@ __global__ __launch_bounds__(kThreads, kBlocksPerSm) void softmax_parallel_split
   }
 }
 
-template <typename T, int kBlocksPerSm, bool kThreadArrive>
-__global__ __launch_bounds__(kThreads, kBlocksPerSm) void softmax_parallel_split_row_stream_bwd(
+template <typename T>
+__global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
     T* __restrict__ dx, std::int64_t dx_stride, StreamProblem p, unsigned* counters, float* partials) {
   extern __shared__ __align__(128) unsigned char ring_smem[];
-  auto r = make_ring<Ring<2, kBlocksPerSm, kThreadArrive>>(ring_smem);
+  Ring<2> r = make_ring<2>(ring_smem);
   if (threadIdx.x >= kConsumerThreads) {
-    if (threadIdx.x == kConsumerThreads) produce<T>(r, p, {y, dy}, {y_stride, dy_stride}, counters);
+    if (threadIdx.x == kConsumerThreads) produce<T, 2>(r, p, {y, dy}, {y_stride, dy_stride}, counters);
     return;
   }
   constexpr int W = vec_width<T>();
@@ -321,34 +307,21 @@ int l2_bytes_of(int device) {
   return bytes;
 }
 
-// Slices: enough that blocks x slice bytes (all operands) fit kL2Share of L2, and at least one job
-// per block when rows are few; slices are whole chunks. The grid is a whole number of rows' slices
-// (rows_per_round x slices <= blocks), so the slices of a row are taken in one round and no block
-// waits at an exchange for a slice that is only taken after a whole job elsewhere. A slice count
-// up to twice the minimum replaces the minimum when it leaves 2% more block-rounds busy (the
-// last round's missing rows included).
+// One block per SM. Slices: enough that blocks x slice bytes (all operands) fit kL2Share of L2,
+// and at least one job per block when rows are few; slices are whole chunks.
 template <typename T, int kOps>
-StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count, int blocks_per_sm) {
+StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
-  const std::int64_t blocks = std::max(1, sm_count) * static_cast<std::int64_t>(blocks_per_sm);
-  const double budget = kL2Share * l2_bytes_of(device) / static_cast<double>(blocks);
+  const std::int64_t grid = std::max(1, sm_count);
+  const double budget = kL2Share * l2_bytes_of(device) / static_cast<double>(grid);
   const double row_bytes = static_cast<double>(cols) * sizeof(T) * kOps;
   const std::int64_t chunks = std::max<std::int64_t>(1, (cols + kChunkElems - 1) / kChunkElems);
-  const std::int64_t most = std::min(blocks, chunks);
-  const std::int64_t fewest = std::clamp<std::int64_t>(
-      std::max(static_cast<std::int64_t>(row_bytes / budget) + 1, (blocks + rows - 1) / std::max<std::int64_t>(rows, 1)),
-      1, most);
-  const auto busy = [&](std::int64_t s) {  // share of block-rounds with a job
-    const std::int64_t per_round = std::max<std::int64_t>(1, blocks / s);
-    return static_cast<double>(rows * s) / (static_cast<double>((rows + per_round - 1) / per_round) * blocks);
-  };
-  std::int64_t slices = fewest;  // one slice per row when it fits: no exchange, nothing to align
-  for (std::int64_t s = fewest + 1; fewest > 1 && s <= std::min(2 * fewest, most); ++s)
-    if (busy(s) > busy(slices) + 0.02) slices = s;
+  std::int64_t slices = std::max(static_cast<std::int64_t>(row_bytes / budget) + 1, (grid + rows - 1) / std::max<std::int64_t>(rows, 1));
+  slices = std::clamp<std::int64_t>(slices, 1, std::min(grid, chunks));
   const std::int64_t slice_len = (chunks + slices - 1) / slices * kChunkElems;
   StreamLayout l{};
   l.problem = {rows, cols, slice_len, static_cast<int>((cols + slice_len - 1) / slice_len)};
-  l.grid = static_cast<int>(std::min(blocks, std::max<std::int64_t>(1, blocks / l.problem.slices) * l.problem.slices));
+  l.grid = static_cast<int>(grid);
   l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(1 + rows);
   l.partials_offset = (l.counters_bytes + 15) / 16 * 16;
   l.total_bytes = l.partials_offset + sizeof(MaxSum) * static_cast<std::size_t>(rows) * l.problem.slices;
@@ -356,28 +329,17 @@ StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int
 }
 
 template <typename Kernel>
-void prepare(Kernel kernel, int ring, const StreamLayout& l, const LaunchContext& ctx) {
+void prepare(Kernel kernel, const StreamLayout& l, const LaunchContext& ctx) {
   if (ctx.workspace == nullptr || ctx.workspace_bytes < l.total_bytes)
     throw std::invalid_argument("softmax split_row: workspace of " + std::to_string(ctx.workspace_bytes) +
                                 " bytes given, " + std::to_string(l.total_bytes) + " needed");
-  CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ring));
+  CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingBytes));
   CP_CUDA_CHECK(cudaMemsetAsync(ctx.workspace, 0, l.counters_bytes, ctx.stream));
 }
 
 template <typename V>
 V* partials_in(const LaunchContext& ctx, const StreamLayout& l) {
   return reinterpret_cast<V*>(static_cast<char*>(ctx.workspace) + l.partials_offset);
-}
-
-// EXPERIMENT: f(blocks per SM, thread arrive) for CP_STREAM_VARIANT.
-template <typename F>
-void with_variant(F&& f) {
-  const char* v = std::getenv("CP_STREAM_VARIANT");
-  const std::string name = v ? v : "b1w";
-  if (name == "b2w") f(std::integral_constant<int, 2>{}, std::false_type{});
-  else if (name == "b1t") f(std::integral_constant<int, 1>{}, std::true_type{});
-  else if (name == "b2t") f(std::integral_constant<int, 2>{}, std::true_type{});
-  else f(std::integral_constant<int, 1>{}, std::false_type{});
 }
 
 }  // namespace
@@ -398,42 +360,31 @@ std::size_t split_row_stream_workspace_bytes(DType dtype, std::int64_t rows, std
                                              int sm_count) {
   std::size_t bytes = 0;
   CP_DISPATCH_FLOAT_TYPES(dtype, T, {
-    for (int b = 1; b <= 2; ++b)
-      bytes = std::max({bytes, stream_layout<T, 1>(rows, cols, device, sm_count, b).total_bytes,
-                        stream_layout<T, 2>(rows, cols, device, sm_count, b).total_bytes});
+    bytes = std::max(stream_layout<T, 1>(rows, cols, device, sm_count).total_bytes,
+                     stream_layout<T, 2>(rows, cols, device, sm_count).total_bytes);
   })
   return bytes;
 }
 
 void split_row_stream_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    with_variant([&](auto blocks_per_sm, auto thread_arrive) {
-      constexpr int B = decltype(blocks_per_sm)::value;
-      constexpr bool A = decltype(thread_arrive)::value;
-      const StreamLayout l = stream_layout<T, 1>(op.rows, op.cols, ctx.device, ctx.sm_count, B);
-      auto kernel = softmax_parallel_split_row_stream_fwd<T, B, A>;
-      prepare(kernel, ring_bytes<B>(), l, ctx);
-      kernel<<<l.grid, kThreads, ring_bytes<B>(), ctx.stream>>>(
-          static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, l.problem,
-          static_cast<unsigned*>(ctx.workspace), partials_in<MaxSum>(ctx, l));
-    });
+    const StreamLayout l = stream_layout<T, 1>(op.rows, op.cols, ctx.device, ctx.sm_count);
+    prepare(softmax_parallel_split_row_stream_fwd<T>, l, ctx);
+    softmax_parallel_split_row_stream_fwd<T><<<l.grid, kThreads, kRingBytes, ctx.stream>>>(
+        static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, l.problem,
+        static_cast<unsigned*>(ctx.workspace), partials_in<MaxSum>(ctx, l));
   })
   CP_CHECK_LAUNCH("softmax_parallel_split_row_stream_fwd");
 }
 
 void split_row_stream_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    with_variant([&](auto blocks_per_sm, auto thread_arrive) {
-      constexpr int B = decltype(blocks_per_sm)::value;
-      constexpr bool A = decltype(thread_arrive)::value;
-      const StreamLayout l = stream_layout<T, 2>(op.rows, op.cols, ctx.device, ctx.sm_count, B);
-      auto kernel = softmax_parallel_split_row_stream_bwd<T, B, A>;
-      prepare(kernel, ring_bytes<B>(), l, ctx);
-      kernel<<<l.grid, kThreads, ring_bytes<B>(), ctx.stream>>>(
-          static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
-          static_cast<T*>(op.out), op.out_stride, l.problem, static_cast<unsigned*>(ctx.workspace),
-          partials_in<float>(ctx, l));
-    });
+    const StreamLayout l = stream_layout<T, 2>(op.rows, op.cols, ctx.device, ctx.sm_count);
+    prepare(softmax_parallel_split_row_stream_bwd<T>, l, ctx);
+    softmax_parallel_split_row_stream_bwd<T><<<l.grid, kThreads, kRingBytes, ctx.stream>>>(
+        static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
+        static_cast<T*>(op.out), op.out_stride, l.problem, static_cast<unsigned*>(ctx.workspace),
+        partials_in<float>(ctx, l));
   })
   CP_CHECK_LAUNCH("softmax_parallel_split_row_stream_bwd");
 }
