@@ -82,7 +82,10 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 //   split_row measured 0.86-0.93 fp32 / 0.83-0.89 bf16 at 1024x131072 (cluster 0.74, block_online
 //   0.60-0.79) and was the best plan at 256x262144, 32x1M and 4x4M in both directions; at
 //   4096x32768 backward 0.96 / 0.99 (block_online 0.94 / 0.98), forward block_online 0.97 / 0.96
-//   (split_row 0.96 / 0.84). The rules below are for the rows it does not stream:
+//   (split_row 0.96 / 0.84). Forward keeps block_online only with >= 2 rows per SM in L2: at bf16
+//   1024x131072 (1 row per SM) split_row measured 0.83 against block_online's 0.79 (this
+//   threshold is from that every-plan run, not yet re-timed through auto). The rules below are
+//   for the rows it does not stream:
 // - fewer than ~32 rows: split_row, which spreads a row over the most blocks (0.47-0.64x copy;
 //   cluster_split_row 0.25-0.54x, block_online 0.04-0.34x);
 // - backward at 513-1024 columns: block_per_row (16384x1024: 1.01x fp32, 0.90x bf16; warp_per_row
@@ -111,7 +114,8 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
   if (cols <= 16384 && rows >= sms) return SoftmaxPlan::BlockPerRow;
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (softmax_detail::split_row_streams(dtype, cols, device)) {
-    if (forward && softmax_detail::block_online_rereads_from_l2(dtype, rows, cols, forward, device, static_cast<int>(sms)))
+    if (forward && softmax_detail::block_online_rereads_from_l2(dtype, rows, cols, forward, device, static_cast<int>(sms),
+                                                                 /*min_rows_per_sm=*/2))
       return SoftmaxPlan::BlockOnline;
     return SoftmaxPlan::SplitRow;
   }

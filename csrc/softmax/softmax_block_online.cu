@@ -120,11 +120,11 @@ void block_online_backward(const RowOperands& op, const LaunchContext& ctx) {
 }
 
 bool block_online_rereads_from_l2(DType dtype, std::int64_t rows, std::int64_t cols, bool forward, int device,
-                                  int sm_count) {
+                                  int sm_count, int min_rows_per_sm) {
   Residency r{};
   CP_DISPATCH_FLOAT_TYPES(dtype, T, { r = residency_of<T>(forward, dtype, cols, device, sm_count); })
   // The grid launch_online picks fills with rows: resident_per_sm per SM uncapped, else fit (>= 1).
-  return r.fit_per_sm >= 1 && rows >= std::min(r.fit_per_sm, r.resident_per_sm) * sm_count;
+  return r.fit_per_sm >= min_rows_per_sm && rows >= std::min(r.fit_per_sm, r.resident_per_sm) * sm_count;
 }
 
 }  // namespace cp::softmax_detail

@@ -42,10 +42,10 @@ void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx);
 void block_online_forward(const RowOperands& op, const LaunchContext& ctx);
 void block_online_backward(const RowOperands& op, const LaunchContext& ctx);
 // Whether every row block_online keeps in flight fits the L2 share between its two reads (at
-// least one row per SM fits) and the rows fill the grid it launches: then each row costs one DRAM
-// read + one write.
+// least min_rows_per_sm rows per SM fit) and the rows fill the grid it launches: then each row
+// costs one DRAM read + one write.
 bool block_online_rereads_from_l2(DType dtype, std::int64_t rows, std::int64_t cols, bool forward, int device,
-                                  int sm_count);
+                                  int sm_count, int min_rows_per_sm = 1);
 
 std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device, int sm_count);
 void split_row_forward(const RowOperands& op, const LaunchContext& ctx);
