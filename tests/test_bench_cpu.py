@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -55,11 +56,39 @@ class ArgumentTest(unittest.TestCase):
 
     def test_bad_arguments_exit_2(self):
         for argv in (["--shapes", "4096x"], ["--shapes", "0x5"], ["--shapes", "2x3x4x5"], ["--dtype", "float64"],
-                     ["--op", "matmul", "--shapes", "64x64"], ["--rounds", "0"], ["--op", "conv"]):
+                     ["--op", "matmul", "--shapes", "64x64"], ["--rounds", "0"], ["--op", "conv"],
+                     ["--case-timeout", "0"], ["--case-timeout", "-5"]):
             with self.subTest(argv=argv), self.assertRaises(SystemExit) as ctx:
                 with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
                     cli.parse_args(argv)
             self.assertEqual(ctx.exception.code, 2)
+
+
+class CaseWatchdogTest(unittest.TestCase):
+    """A hung kernel cannot be interrupted from Python: the watchdog's timer thread names the case."""
+
+    def test_fires_with_the_case_label_when_a_case_overruns(self):
+        fired = []
+        watchdog = cli.CaseWatchdog(0.05, fired.append)
+        watchdog.start("softmax bwd float32 1024x131072")
+        for _ in range(100):
+            if fired:
+                break
+            time.sleep(0.01)
+        self.assertEqual(fired, ["softmax bwd float32 1024x131072"])
+
+    def test_stays_quiet_when_each_case_finishes_in_time(self):
+        fired = []
+        watchdog = cli.CaseWatchdog(0.2, fired.append)
+        for label in ("a", "b", "c"):
+            watchdog.start(label)  # restarting cancels the previous case's timer
+            time.sleep(0.05)
+        watchdog.stop()
+        time.sleep(0.3)
+        self.assertEqual(fired, [])
+
+    def test_default_timeout(self):
+        self.assertEqual(cli.parse_args([]).case_timeout, 600.0)
 
 
 class PresetTest(unittest.TestCase):

@@ -2,15 +2,18 @@
 
 Parsing and --help need no GPU and never initialize CUDA; a run without a GPU exits 3 with a
 one-line reason. Exit status 1 when one of OUR providers computed a WRONG result or failed with an
-error (a peer's WRONG result is reported in the table but is not our failure).
+error (a peer's WRONG result is reported in the table but is not our failure); 4 when a case runs
+past --case-timeout (the finished cases are written next to the JSON path, .partial.json).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
+import os
 import shlex
 import sys
+import threading
 from pathlib import Path
 
 import torch
@@ -47,6 +50,10 @@ def build_parser(prog: str = "cuda_portfolio.bench") -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=10, help="timed samples per provider per round")
     p.add_argument("--allow-tf32", action="store_true", help="fp32 GEMM may use tf32 (ours and cuBLAS alike)")
     p.add_argument("--copy-mib", type=int, default=1024, help="buffer size of the device-copy ceiling, MiB")
+    p.add_argument("--case-timeout", type=float, default=600.0,
+                   help="seconds one case may take before the run stops, naming the case and writing the "
+                        "finished cases to JSON_PATH.partial.json (a kernel that never returns cannot be "
+                        "interrupted any other way; default 600)")
     return p
 
 
@@ -56,6 +63,8 @@ def parse_args(argv, prog: str = "cuda_portfolio.bench") -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.samples < 1 or args.copy_mib < 1:
         parser.error("--rounds, --samples and --copy-mib must be at least 1")
+    if not args.case_timeout > 0:
+        parser.error("--case-timeout must be a positive number of seconds")
     args.ops = ["softmax", "matmul"] if args.op == "all" else [args.op]
     args.backends = ["cuda", "triton"] if args.backend == "all" else [args.backend]
     args.directions = ["fwd", "bwd"] if args.direction == "both" else [args.direction]
@@ -96,12 +105,33 @@ def _progress(specs):
         yield spec
 
 
+class CaseWatchdog:
+    """Calls on_timeout(label) from a timer thread when a case runs past `seconds`.
+
+    A hung kernel blocks the main thread inside CUDA, where no Python exception reaches it; the
+    default on_timeout (in run) writes what finished and ends the process."""
+
+    def __init__(self, seconds: float, on_timeout):
+        self.seconds, self.on_timeout, self._timer = seconds, on_timeout, None
+
+    def start(self, label: str) -> None:
+        self.stop()
+        self._timer = threading.Timer(self.seconds, self.on_timeout, args=(label,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
 def default_json_path(op: str) -> Path:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("results") / "local" / f"bench-{op}-{stamp}.json"
 
 
-def run(args, command: str) -> dict:
+def run(args, command: str, json_path: Path) -> dict:
     from .env import env_block
     from .matmul_cases import make_matmul_case
     from .runner import run_case
@@ -114,8 +144,27 @@ def run(args, command: str) -> dict:
     settings = TimingSettings(rounds=args.rounds, samples_per_round=args.samples, method=method,
                               method_reason=reason, l2_bytes=l2_bytes())
     ceilings = {"device_copy": device_copy_ceiling(settings, args.copy_mib << 20), "cublas": []}
+    from .schema import SCHEMA
     records = []
+
+    def document() -> dict:
+        return {"schema": SCHEMA, "env": env_block(method, reason, command),
+                "settings": {"rounds": args.rounds, "samples_per_round": args.samples, "shapes": args.shapes,
+                             "plans": args.plans, "backends": args.backends},
+                "ceilings": ceilings, "records": records}
+
+    def give_up(label: str) -> None:
+        partial = json_path.with_name(json_path.name + ".partial.json")
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(document(), indent=1) + "\n")
+        print(f"\nbench: case {label} did not finish within {args.case_timeout:g} s (a kernel that never "
+              f"returns?); the {len(records)} records of the cases before it are in {partial}", file=sys.stderr,
+              flush=True)
+        os._exit(4)
+
+    watchdog = CaseWatchdog(args.case_timeout, give_up)
     for op, dtype, direction, shape in _progress(case_specs(args)):
+        watchdog.start(f"{op} {direction} {str(dtype).removeprefix('torch.')} {shape_text(shape)}")
         if op == "softmax":
             case = make_softmax_case(shape, dtype, direction, args.backends, args.plans == "all")
         else:
@@ -123,11 +172,8 @@ def run(args, command: str) -> dict:
         records += run_case(case, settings, ceilings)
         del case
         torch.cuda.empty_cache()  # the next case may need the memory this one's graphs and copies held
-    from .schema import SCHEMA
-    return {"schema": SCHEMA, "env": env_block(method, reason, command),
-            "settings": {"rounds": args.rounds, "samples_per_round": args.samples, "shapes": args.shapes,
-                         "plans": args.plans, "backends": args.backends},
-            "ceilings": ceilings, "records": records}
+        watchdog.stop()
+    return document()
 
 
 def main(argv=None, prog: str = "cuda_portfolio.bench") -> int:
@@ -137,8 +183,8 @@ def main(argv=None, prog: str = "cuda_portfolio.bench") -> int:
     if refusal is not None:
         print(f"benchmark: {refusal}", file=sys.stderr)
         return 3
-    doc = run(args, f"{prog} {shlex.join(argv)}".strip())
     path = Path(args.json_path) if args.json_path else default_json_path(args.op)
+    doc = run(args, f"{prog} {shlex.join(argv)}".strip(), path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1) + "\n")
 
