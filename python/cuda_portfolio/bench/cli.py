@@ -146,9 +146,10 @@ def run(args, command: str, json_path: Path) -> dict:
     ceilings = {"device_copy": device_copy_ceiling(settings, args.copy_mib << 20), "cublas": []}
     from .schema import SCHEMA
     records = []
+    env = env_block(method, reason, command)  # up front: the watchdog must not query a hung device
 
     def document() -> dict:
-        return {"schema": SCHEMA, "env": env_block(method, reason, command),
+        return {"schema": SCHEMA, "env": env,
                 "settings": {"rounds": args.rounds, "samples_per_round": args.samples, "shapes": args.shapes,
                              "plans": args.plans, "backends": args.backends},
                 "ceilings": ceilings, "records": records}
