@@ -143,6 +143,21 @@ __device__ __forceinline__ void read_chunk(const Ring<kOps>& r, int op, int unit
   }
 }
 
+// Writes value(k, j) (fp32, rounded to T) for element j of this thread's unit k of a chunk at c0 of
+// `row`, units past `units` skipped; 16-byte evict-first stores.
+template <typename T, typename F>
+__device__ __forceinline__ void store_chunk(T* __restrict__ row, std::int64_t c0, int units, F value) {
+  constexpr int W = vec_width<T>();
+#pragma unroll
+  for (int k = 0; k < kUnitsPerThread; ++k) {
+    const int u = threadIdx.x + k * kConsumerThreads;
+    float out[W];
+#pragma unroll
+    for (int j = 0; j < W; ++j) out[j] = value(k, j);
+    if (u < units) store_unit<T, L2Hint::Streaming>(row + c0 + static_cast<std::int64_t>(u) * W, round_vec<T>(out));
+  }
+}
+
 // Every consumer thread returns the consumers' total (same bits in every thread).
 template <typename V>
 __device__ __forceinline__ V consumers_reduce(V v) {
@@ -231,14 +246,7 @@ __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream
       r.wait_full();
       read_chunk(r, 0, units, t, fill);
       r.release();
-#pragma unroll
-      for (int k = 0; k < kUnitsPerThread; ++k) {
-        const int u = threadIdx.x + k * kConsumerThreads;
-        float out[W];
-#pragma unroll
-        for (int j = 0; j < W; ++j) out[j] = exp_shifted(t.at(k, j), row.max) * inv_sum;
-        if (u < units) store_unit<T, L2Hint::Streaming>(y_row + c0 + static_cast<std::int64_t>(u) * W, round_vec<T>(out));
-      }
+      store_chunk(y_row, c0, units, [&](int k, int j) { return exp_shifted(t.at(k, j), row.max) * inv_sum; });
     }
   }
 }
@@ -282,14 +290,7 @@ __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream
       read_chunk(r, 0, units, ty, zero);
       read_chunk(r, 1, units, tdy, zero);
       r.release();
-#pragma unroll
-      for (int k = 0; k < kUnitsPerThread; ++k) {
-        const int u = threadIdx.x + k * kConsumerThreads;
-        float out[W];
-#pragma unroll
-        for (int j = 0; j < W; ++j) out[j] = ty.at(k, j) * (tdy.at(k, j) - row_dot);
-        if (u < units) store_unit<T, L2Hint::Streaming>(dx_row + c0 + static_cast<std::int64_t>(u) * W, round_vec<T>(out));
-      }
+      store_chunk(dx_row, c0, units, [&](int k, int j) { return ty.at(k, j) * (tdy.at(k, j) - row_dot); });
     }
   }
 }
