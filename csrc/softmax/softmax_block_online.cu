@@ -31,8 +31,7 @@ namespace {
 // 1 row per SM, so that the one row has the whole SM's threads (128 KiB) in flight, not half.
 constexpr int kSmallBlock = 512, kLargeBlock = 1024;
 constexpr int kThreadsAt64Registers = 1024;  // an SM's 64K registers at 64 per thread
-// Share of L2 the rows in flight may hold between their two reads (outputs and second reads are
-// evict-first, so most of the rest is free; the sweep's best cap was 0.7 of H200's 50 MiB).
+// Share of L2 the rows in flight may hold between their two reads (l2_reread_budget_bytes).
 constexpr double kL2Share = 0.7;
 
 template <typename T, int kThreads>
@@ -57,18 +56,17 @@ __global__ __launch_bounds__(kThreads, kThreadsAt64Registers / kThreads) void so
 }
 
 // Rows per SM that the GPU keeps in flight with the 512-thread kernel (occupancy) and that fit
-// kL2Share of L2 between their two reads (each re-reads `operands` tensors' row).
+// the L2 re-read budget between their two reads (each re-reads `operands` tensors' row).
 struct Residency {
   std::int64_t resident_per_sm, fit_per_sm;
 };
 
 template <typename Kernel>
 Residency residency(Kernel kernel, DType dtype, std::int64_t cols, int operands, int device, int sm_count) {
-  int resident_per_sm = 0, l2_bytes = 0;
+  int resident_per_sm = 0;
   CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_per_sm, kernel, kSmallBlock, 0));
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
   const double reread_bytes = static_cast<double>(operands) * static_cast<double>(cols) * dtype_size(dtype);
-  return {resident_per_sm, static_cast<std::int64_t>(kL2Share * l2_bytes / (reread_bytes * sm_count))};
+  return {resident_per_sm, static_cast<std::int64_t>(l2_reread_budget_bytes(device) / (reread_bytes * sm_count))};
 }
 
 template <typename T>
@@ -117,6 +115,12 @@ void block_online_backward(const RowOperands& op, const LaunchContext& ctx) {
     });
   })
   CP_CHECK_LAUNCH("softmax_parallel_block_online_bwd");
+}
+
+double l2_reread_budget_bytes(int device) {
+  int l2_bytes = 0;
+  CP_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  return kL2Share * l2_bytes;
 }
 
 bool block_online_rereads_from_l2(DType dtype, std::int64_t rows, std::int64_t cols, bool forward, int device,

@@ -41,6 +41,11 @@ void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx);
 void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx);
 void block_online_forward(const RowOperands& op, const LaunchContext& ctx);
 void block_online_backward(const RowOperands& op, const LaunchContext& ctx);
+// Bytes of L2 that the two-pass plans (block_online, streamed split_row) let the rows between
+// their two reads hold: kL2Share (0.7, softmax_block_online.cu) of the device's L2. Outputs and
+// second reads are evict-first, so most of the rest is free; 0.7 was the v9 sweep's best cap.
+double l2_reread_budget_bytes(int device);
+
 // Whether every row block_online keeps in flight fits the L2 share between its two reads (at
 // least min_rows_per_sm rows per SM fit) and the rows fill the grid it launches: then each row
 // costs one DRAM read + one write.

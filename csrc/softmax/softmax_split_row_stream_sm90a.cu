@@ -15,7 +15,7 @@
 // shared memory, releases the stage (an mbarrier arrive) and computes; pass 2 stores the
 // output from registers with 16-byte evict-first stores.
 // L2: a slice is read from DRAM in pass 1 and again in pass 2, ideally from L2. The slice count
-// keeps the bytes between the two reads, about (blocks x slice bytes), under kL2Share of L2.
+// keeps the bytes between the two reads, about (blocks x slice bytes), under l2_reread_budget_bytes().
 // Slices also fill the grid when rows are fewer than SMs.
 // Deadlock freedom: tickets are taken in order by running producers, and a block's consumers work
 // through its jobs in ticket order, so the oldest unfinished row has all its slices taken by
@@ -43,8 +43,6 @@ constexpr int kChunkBytes = 16384;               // per operand and stage
 constexpr int kUnitsPerThread = kChunkBytes / 16 / kConsumerThreads;
 constexpr int kRingBytes = 192 * 1024;           // forward 12 stages, backward 6 (two operands each)
 constexpr int kConsumerBarrier = 1;              // named barrier over the consumer warps
-// Share of L2 the slices in flight may hold between their two reads (block_online's cap).
-constexpr double kL2Share = 0.7;
 static_assert(kUnitsPerThread * kConsumerThreads * 16 == kChunkBytes, "a chunk is whole units per consumer");
 
 template <int kOps>
@@ -302,19 +300,13 @@ struct StreamLayout {
   std::size_t counters_bytes, partials_offset, total_bytes;
 };
 
-int l2_bytes_of(int device) {
-  int bytes = 0;
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device));
-  return bytes;
-}
-
-// One block per SM. Slices: enough that blocks x slice bytes (all operands) fit kL2Share of L2,
+// One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
 // and at least one job per block when rows are few; slices are whole chunks.
 template <typename T, int kOps>
 StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
   const std::int64_t grid = std::max(1, sm_count);
-  const double budget = kL2Share * l2_bytes_of(device) / static_cast<double>(grid);
+  const double budget = l2_reread_budget_bytes(device) / static_cast<double>(grid);
   const double row_bytes = static_cast<double>(cols) * sizeof(T) * kOps;
   const std::int64_t chunks = std::max<std::int64_t>(1, (cols + kChunkElems - 1) / kChunkElems);
   std::int64_t slices = std::max(static_cast<std::int64_t>(row_bytes / budget) + 1, (grid + rows - 1) / std::max<std::int64_t>(rows, 1));
