@@ -7,7 +7,9 @@
 Triton: TTIR, TTGIR, LLVM IR, PTX, cubin and SASS of the configuration that runs. On a GPU that is
 the autotuned choice for --shape (the kernel cache is emptied after warm-up and one more launch
 recompiles exactly the kernels that run); without a GPU, the kernels of triton_kernels/aot.py compiled
-ahead of time for --arch. CUDA: the op's csrc/ files compiled with nvcc for --arch into PTX, cubin and
+ahead of time for --arch, twice where they take integer arguments: with those of unknown alignment,
+and divisible by 16 ("ints%16", what a launch gets when sizes and strides all are; it allocates
+registers differently, so its spills can differ). CUDA: the op's csrc/ files compiled with nvcc for --arch into PTX, cubin and
 SASS, with the ptxas -v log. Registers, local memory (spills), shared memory and threads per block of
 every kernel go into a side-by-side table and DIR/resources.json. Works without a GPU.
 """
@@ -33,6 +35,7 @@ import torch  # noqa: E402
 
 import _common as common  # noqa: E402
 
+ALIGNED = "ints%16"  # Triton specialization: every integer argument divisible by 16
 CSRC_DIRS = {"copy": "copy", "softmax": "softmax", "matmul": "gemm"}
 TRITON_STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
 # Template arguments that name a storage dtype in demangled CUDA kernel names.
@@ -162,9 +165,10 @@ def inspect_triton(op, plan, dtype, shape, arch, out: Path, on_gpu):
         return [], problems
     out.mkdir(parents=True, exist_ok=True)
     records, used = [], {}
-    for kernel, config in compiled:
-        base = kernel.name if kernel.name not in used else f"{kernel.name}_{used[kernel.name]}"
-        used[kernel.name] = used.get(kernel.name, 0) + 1
+    for kernel, config, specialization in compiled:
+        name = kernel.name + ("_ints16" if specialization == ALIGNED else "")
+        base = name if name not in used else f"{name}_{used[name]}"
+        used[name] = used.get(name, 0) + 1
         for stage in TRITON_STAGES:
             data = kernel.asm[stage]
             path = out / f"{base}.{stage}"
@@ -175,7 +179,8 @@ def inspect_triton(op, plan, dtype, shape, arch, out: Path, on_gpu):
         spills = ptxas_spills(out / f"{base}.ptx", arch)
         meta = kernel.metadata
         records.append({
-            "backend": "triton", "kernel": kernel.name, "file": str(cubin.with_suffix("")), "source": source,
+            "backend": "triton", "kernel": kernel.name, "specialization": specialization,
+            "file": str(cubin.with_suffix("")), "source": source,
             "config": config or f"num_warps={meta.num_warps}, num_stages={meta.num_stages}",
             "registers": resources.get("REG"), "local_bytes": local_bytes(resources),
             "spill_stores": spills.get(kernel.name, {}).get("spill_stores"),
@@ -193,10 +198,15 @@ def compiled_ahead_of_time(op, dtype, arch):
         return [], [f"triton part skipped: '{op}' is not in triton_kernels/aot.py OP_MODULES (no aot_specs yet)"]
     compiled, problems = [], []
     for spec in aot.all_specs(dtype, ops=(op,)):
-        try:
-            compiled.append((aot.compile_spec(spec, arch), f"aot_specs: {spec.constexprs}"))
-        except Exception as exc:  # one kernel failing to compile must not hide the others
-            problems.append(f"FAILED: Triton {spec.name} did not compile for {arch}: {exc}")
+        for aligned in (False, True) if aot.integer_args(spec) else (False,):
+            try:
+                kernel = aot.compile_spec(spec, arch, aligned=aligned)
+            except Exception as exc:  # one kernel failing to compile must not hide the others
+                problems.append(f"FAILED: Triton {spec.name} ({'ints%16' if aligned else 'ints any'}) did not "
+                                f"compile for {arch}: {exc}")
+                continue
+            options = "".join(f", {k}={v}" for k, v in spec.options.items())
+            compiled.append((kernel, f"aot_specs: {spec.constexprs}{options}", ALIGNED if aligned else ""))
     return compiled, problems
 
 
@@ -216,10 +226,10 @@ def compiled_on_gpu(op, plan, dtype, shape):
         fn.device_caches.clear()
     case.launch()  # recompiles (from Triton's disk cache) exactly the kernels that run
     torch.cuda.synchronize()
-    compiled = [(k, best_configs(tuner)) for fn, tuner in functions.items() for k in cached_kernels(fn)]
+    compiled = [(k, best_configs(tuner), "") for fn, tuner in functions.items() for k in cached_kernels(fn)]
     if compiled:
         return compiled, []
-    everything = [(k, best_configs(functions[fn])) for fn, kernels in before.items() for k in kernels]
+    everything = [(k, best_configs(functions[fn]), "") for fn, kernels in before.items() for k in kernels]
     return everything, ["could not isolate the launched configuration (the module keeps its own kernel handles): "
                         "saved every compiled variant"]
 
@@ -250,8 +260,14 @@ def best_configs(tuner) -> str:
 
 
 def ptxas_spills(ptx: Path, arch: str) -> dict:
-    """Spill stores/loads per kernel from ptxas -v on Triton's PTX (the cubin itself has no such record)."""
-    ptxas = common.find_tool("ptxas")
+    """Spill stores/loads per kernel from ptxas -v on Triton's PTX (the cubin itself has no such record),
+    with the ptxas Triton compiles with (its bundled one unless TRITON_PTXAS_PATH says otherwise): another
+    version allocates registers differently, so its spills need not be those of the cubin."""
+    try:
+        from triton import knobs
+        ptxas = knobs.nvidia.ptxas.path
+    except Exception:  # no Triton NVIDIA backend: the toolkit's
+        ptxas = common.find_tool("ptxas")
     if ptxas is None:
         return {}
     r = subprocess.run([ptxas, "-v", f"--gpu-name={arch}", str(ptx), "-o", os.devnull],
@@ -412,7 +428,8 @@ def resource_table(kernels: list[dict]) -> str:
     rows = [header]
     for k in kernels:
         spill = f"{cell(k['local_bytes'])} ({cell(k['spill_stores'])}/{cell(k['spill_loads'])})"
-        rows.append((k["backend"], k["kernel"][:60], cell(k["registers"]), spill, cell(k["smem_static"]),
+        name = k["kernel"][:60] + (f" [{k['specialization']}]" if k.get("specialization") else "")
+        rows.append((k["backend"], name, cell(k["registers"]), spill, cell(k["smem_static"]),
                      cell(k["smem_dynamic"], "at launch"), cell(k["threads_per_block"], "at launch")))
     if len(rows) == 1:
         return "no kernels inspected"

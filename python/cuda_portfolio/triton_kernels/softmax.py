@@ -21,10 +21,25 @@ memory, which Triton cannot express):
                  groups small enough for kernel 2's re-read to hit L2, and kernel 2 visits chunks in
                  reverse so the most recently read ones come first. Bound: bytes, as block_online.
 
+Bytes in flight, backward (block_online, split_row). A streaming program with plain loads has one tile
+in flight, and block_online's L2 cap leaves ~1 program per SM at 50257+ columns: too few bytes against
+the ~40 KiB per SM that 4.2 TB/s x ~1.2 us of DRAM latency needs. So the backward's first pass (the
+y.dy dot) is software-pipelined with tl.range(num_stages=STAGES): Triton 3.6 turns its loads into
+cp.async copies to shared memory issued STAGES - 1 tiles ahead, 64 KiB per program
+(STREAM_BYTES_AHEAD). Those loads lose their L2 eviction hint (Triton drops it on cp.async). The second
+pass keeps plain loads with evict_first and stores with .cs (streaming: the output does not push the
+rows still waiting for their second read out of L2). split_row's backward kernel 1 holds one tile per
+operand and is not pipelined. The backward's persistent grid counts one streaming program per SM
+(STREAM_PROGRAMS_PER_SM), and block_online tells ptxas so (maxnreg). Measured at e7fb008 (this scheme in
+both directions): backward +0.04-0.14x of copy, forward -0.03-0.11x, so the forward keeps plain loads,
+the two-exponential update and several programs per SM (launch_config). So do backward rows outside
+Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
+slower (fb4210d), and 16-bit ones cannot use async copies at all.
+
 NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima propagate NaN),
 -inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
 multiplying by the row stride). Launch configurations come from a fixed table keyed by
-(plan, dtype, next_pow2(cols)): nothing is tuned at run time, so a call under CUDA-graph capture
+(plan, dtype, next_pow2(cols), direction, aligned): nothing is tuned at run time, so a call under CUDA-graph capture
 never benchmarks or re-tunes, and a repeated call never recompiles.
 """
 from __future__ import annotations
@@ -42,6 +57,22 @@ BLOCK_PER_ROW_MAX_COLS = 32768
 L2_BUDGET_BYTES = 32 << 20    # H200 has 60 MiB of L2: keep re-read working sets well inside it
 INTERPRETER_SM_COUNT = 3      # CPU "device": small, so tests exercise persistent loops and row groups
 MAX_CHUNKS = 1024             # split_row partials per row, combined in one tile by kernel 2
+STREAM_BYTES_AHEAD = 64 << 10  # first-pass loads in flight per streaming program (async copies to shared memory)
+MAX_STAGES = 5
+# split_row kernel 1 pipelines its chunk and no further: a chunk is about L2_BUDGET_BYTES / (8 programs x SMs),
+# ~32 KiB, i.e. 2 tiles forward (STAGES 3) and 1 tile per operand backward (not pipelined: a single tile
+# gains nothing from async copies and the stages' shared memory and registers cost programs per SM). Deeper
+# stages only held shared memory never filled, and at 5 Triton's ptxas spilled 4 bytes (aligned bf16 fwd).
+SPLIT_ROW_CHUNK_BYTES = 32 << 10
+REGISTERS_PER_SM = 65536
+# Streaming programs one SM is counted to hold: 1. Triton's ptxas (sm_90a) gives the pipelined fp32
+# block_online programs (8 warps) 96-214 registers (the unaligned specialization, 4-byte async copies, takes
+# the most) and the 16-bit ones (16 warps) 77-96, so a second program per SM is not guaranteed; a persistent
+# grid larger than what is resident runs its last programs as a second wave after the first (the old
+# "64 warps per SM" rule allowed that for 16-bit rows of 50257 columns). Shared memory: 64 KiB per program.
+# block_online's programs are told so (LaunchConfig.maxnreg): left alone, ptxas fits a 16-warp program in
+# 64 registers (two per SM) and spills 4-8 bytes (16-bit forward with unaligned rows, backward with aligned).
+STREAM_PROGRAMS_PER_SM = 1
 
 
 # ----------------------------------------------------------------------------- jit helpers
@@ -91,15 +122,17 @@ def _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_
 
 
 @triton.jit
-def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr):
-    """sum(y * dy) over [start, stop) in fp32, lane-wise accumulation then one reduction."""
+def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+    """sum(y * dy) over [start, stop) in fp32, lane-wise accumulation then one reduction.
+    Software-pipelined (module docstring, "Bytes in flight, backward"); the copies zero-fill masked lanes,
+    which is what they need here."""
     acc = tl.zeros([BLOCK_N], tl.float32)
-    for tile in range(start, stop, BLOCK_N):
+    for tile in tl.range(start, stop, BLOCK_N, num_stages=STAGES):
         col = tile + tl.arange(0, BLOCK_N)
         mask = col < stop
-        y = tl.load(y_row + col, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        dy = tl.load(dy_row + col, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        acc += y * dy
+        y = tl.load(y_row + col, mask=mask, eviction_policy="evict_last").to(tl.float32)
+        dy = tl.load(dy_row + col, mask=mask, eviction_policy="evict_last").to(tl.float32)
+        acc += tl.where(mask, y * dy, 0.0)
     return tl.sum(acc, axis=0)
 
 
@@ -112,7 +145,7 @@ def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.con
         mask = col < stop
         y = tl.load(y_row + col, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
         dy = tl.load(dy_row + col, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        tl.store(dx_row + col, (y * (dy - dot)).to(dx_row.dtype.element_ty), mask=mask)
+        tl.store(dx_row + col, (y * (dy - dot)).to(dx_row.dtype.element_ty), mask=mask, cache_modifier=".cs")
 
 
 # ----------------------------------------------------------------------------- warp_per_row
@@ -174,11 +207,11 @@ def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_ro
 
 @triton.jit
 def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_stride, dy_row_stride, dx_row_stride,
-                                    BLOCK_N: tl.constexpr):
+                                    BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
     for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
         y_row = y_ptr + row * y_row_stride
         dy_row = dy_ptr + row * dy_row_stride
-        dot = _dot_span(y_row, dy_row, 0, cols, BLOCK_N)
+        dot = _dot_span(y_row, dy_row, 0, cols, BLOCK_N, STAGES)
         _grad_span_reversed(y_row, dy_row, dx_ptr + row * dx_row_stride, 0, cols, dot, BLOCK_N)
 
 
@@ -215,12 +248,13 @@ def softmax_fwd_split_row_normalize_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, cols,
 
 @triton.jit
 def softmax_bwd_split_row_dot_kernel(y_ptr, dy_ptr, dot_ptr, cols, y_row_stride, dy_row_stride, chunks, chunk_cols,
-                                     BLOCK_N: tl.constexpr):
+                                     BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
     row = pid // chunks
     start = (pid % chunks) * chunk_cols
     stop = tl.minimum(start + chunk_cols, cols)
-    tl.store(dot_ptr + pid, _dot_span(y_ptr + row * y_row_stride, dy_ptr + row * dy_row_stride, start, stop, BLOCK_N))
+    tl.store(dot_ptr + pid, _dot_span(y_ptr + row * y_row_stride, dy_ptr + row * dy_row_stride, start, stop, BLOCK_N,
+                                     STAGES))
 
 
 @triton.jit
@@ -242,23 +276,47 @@ class LaunchConfig(NamedTuple):
     block_n: int     # columns per tile
     num_warps: int
     rows: int        # rows per program (warp_per_row only)
+    stages: int = 1  # software-pipeline depth of the streaming first pass (block_online, split_row kernel 1)
+    per_sm: int = 1  # programs of the persistent grids one SM holds at once (registers, shared memory, warps)
+    maxnreg: int | None = None  # ptxas register cap per thread (Triton's maxnreg launch option); None: ptxas picks
 
 
 @functools.lru_cache(maxsize=None)
-def launch_config(plan: str, dtype: torch.dtype, cols_p2: int) -> LaunchConfig:
-    """The fixed configuration for (plan, dtype, next_pow2(cols)).
+def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = "fwd",
+                  aligned: bool = True) -> LaunchConfig:
+    """The fixed configuration for (plan, dtype, next_pow2(cols), direction, aligned).
 
-    Sized for bandwidth: about 16 fp32 values per thread per tile (enough loads in flight, no
-    spills), 4096-element tiles for the multi-row warp_per_row programs.
+    Sized for bandwidth: about 16 fp32 values per thread per tile (no spills), 4096-element tiles for
+    the multi-row warp_per_row programs. The streaming plans' backward (block_online, split_row) pipelines its
+    first pass STREAM_BYTES_AHEAD deep (module docstring, "Bytes in flight"), split_row's kernel 1 one chunk
+    deep (SPLIT_ROW_CHUNK_BYTES); `per_sm` is what registers (ptxas, sm_90a, scripts/inspect_kernel.py) and shared memory
+    allow, and the persistent grid never exceeds it. block_online's `maxnreg` gives ptxas the register share of
+    per_sm programs per SM (128 at 16 warps: ptxas would otherwise aim at two programs per SM, 64 registers, and
+    spill); at 8 warps that share is above the 255-register limit, so no cap. `aligned`: Triton's 16-byte
+    specialization (every pointer, stride and the length divisible by 16, see `rows_aligned`).
     """
     if plan == "warp_per_row":
         rows = max(1, min(128, 4096 // cols_p2))
         return LaunchConfig(cols_p2, 4 if rows * cols_p2 <= 2048 else 8, rows)
     if plan == "block_per_row":
-        return LaunchConfig(cols_p2, min(32, max(4, cols_p2 // 512)), 1)
+        num_warps = min(32, max(4, cols_p2 // 512))
+        return LaunchConfig(cols_p2, num_warps, 1, per_sm=max(1, 64 // num_warps))
     # block_online and split_row stream tiles; 16-bit inputs take twice the columns per tile.
     block_n = min(cols_p2, 8192 if dtype.itemsize == 2 else 4096)
-    return LaunchConfig(block_n, max(4, min(16, block_n // 512)), 1)
+    num_warps = max(4, min(16, block_n // 512))
+    if direction == "fwd" or not aligned:
+        # Forward streams without the pipeline: measured at e7fb008, the pipelined forward lost
+        # 0.03-0.11x of copy (one program per SM held fewer bytes in flight than several plain ones).
+        # So do unaligned rows: their fp32 pipeline is 4-byte cp.async, measured 0.56 -> 0.49 at
+        # 2048x50257 backward (fb4210d), and 16-bit ones get no async copies at all.
+        return LaunchConfig(block_n, num_warps, 1, per_sm=max(1, 64 // num_warps))
+    operands = 2
+    stages = max(2, min(MAX_STAGES, 1 + STREAM_BYTES_AHEAD // (block_n * dtype.itemsize * operands)))
+    if plan == "split_row":
+        chunk_tiles = SPLIT_ROW_CHUNK_BYTES // (block_n * dtype.itemsize * operands)
+        return LaunchConfig(block_n, num_warps, 1, min(stages, chunk_tiles + 1) if chunk_tiles > 1 else 1)
+    share = REGISTERS_PER_SM // (32 * num_warps * STREAM_PROGRAMS_PER_SM)
+    return LaunchConfig(block_n, num_warps, 1, stages, STREAM_PROGRAMS_PER_SM, share if share < 255 else None)
 
 
 @functools.lru_cache(maxsize=None)
@@ -296,10 +354,10 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
-    """Programs for a persistent row loop: at most what fits on the GPU at once (64 warps per SM),
+    """Programs for a persistent row loop: at most what fits on the GPU at once (config.per_sm per SM),
     and, for the two-pass plans, no more rows in flight than fit in the L2 budget (but >= 1 per SM)."""
     sms = _sm_count(device)
-    resident = sms * max(1, 64 // config.num_warps)
+    resident = sms * config.per_sm
     in_l2 = max(sms, L2_BUDGET_BYTES // max(1, bytes_per_row))
     return max(1, min(rows, resident, in_l2))
 
@@ -351,12 +409,18 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
                 BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), num_warps=config.num_warps)
 
 
+def rows_aligned(tensors, cols: int) -> bool:
+    """Whether Triton compiles these 2-D operands' launch in its 16-byte specialization: every data pointer
+    divisible by 16 bytes, every row stride and the row length by 16 elements."""
+    return cols % 16 == 0 and all(t.data_ptr() % 16 == 0 and t.stride(0) % 16 == 0 for t in tensors)
+
+
 def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: str) -> None:
     """dx2d = y2d * (dy2d - sum(y2d * dy2d)) over each row, with `plan`."""
     rows, cols = y2d.shape
     check_plan(plan, rows, cols, y2d.dtype, y2d.device)
-    config = launch_config(plan, y2d.dtype, triton.next_power_of_2(cols))
     strides = (y2d.stride(0), dy2d.stride(0), dx2d.stride(0))
+    config = launch_config(plan, y2d.dtype, triton.next_power_of_2(cols), "bwd", rows_aligned((y2d, dy2d, dx2d), cols))
     if plan == "warp_per_row":
         softmax_bwd_warp_per_row_kernel[(triton.cdiv(rows, config.rows),)](
             y2d, dy2d, dx2d, rows, cols, *strides, ROWS=config.rows, BLOCK_N=config.block_n,
@@ -368,7 +432,8 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
     elif plan == "block_online":
         grid = (_persistent_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
         softmax_bwd_block_online_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
-                                              num_warps=config.num_warps)
+                                              STAGES=config.stages, num_warps=config.num_warps,
+                                              maxnreg=config.maxnreg)
     else:
         for first, stop in _row_groups(rows, 2 * cols * y2d.element_size()):
             y_part, dy_part, dx_part = y2d[first:stop], dy2d[first:stop], dx2d[first:stop]
@@ -377,14 +442,15 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
             part_dot = torch.empty(total, dtype=torch.float32, device=y2d.device)
             softmax_bwd_split_row_dot_kernel[(total,)](y_part, dy_part, part_dot, cols, strides[0], strides[1],
                                                        chunks, chunk_cols, BLOCK_N=config.block_n,
-                                                       num_warps=config.num_warps)
+                                                       STAGES=config.stages, num_warps=config.num_warps)
             softmax_bwd_split_row_grad_kernel[(total,)](
                 y_part, dy_part, dx_part, part_dot, cols, *strides, chunks, chunk_cols, BLOCK_N=config.block_n,
                 CHUNKS_P2=triton.next_power_of_2(chunks), num_warps=config.num_warps)
 
 
 def aot_specs(dtype: torch.dtype):
-    """One compiled configuration per kernel, at the sizes the benchmark shapes use."""
+    """One compiled configuration per kernel (two for block_online backward: aligned and unaligned rows), at the
+    sizes the benchmark shapes use."""
     from .aot import TRITON_DTYPES, AotSpec
 
     t = TRITON_DTYPES[dtype]
@@ -395,6 +461,10 @@ def aot_specs(dtype: torch.dtype):
     warp = launch_config("warp_per_row", dtype, 256)
     block = launch_config("block_per_row", dtype, BLOCK_PER_ROW_MAX_COLS)
     stream = launch_config("block_online", dtype, 1 << 20)
+    stream_bwd = launch_config("block_online", dtype, 1 << 20, "bwd")
+    stream_bwd_unaligned = launch_config("block_online", dtype, 1 << 20, "bwd", aligned=False)
+    split = launch_config("split_row", dtype, 1 << 20)
+    split_bwd = launch_config("split_row", dtype, 1 << 20, "bwd")
     chunk_args = {"chunks": "i64", "chunk_cols": "i64"}
     specs = []
     for name, fn, sig, consts, config in (
@@ -404,21 +474,29 @@ def aot_specs(dtype: torch.dtype):
          {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp),
         ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd, {"BLOCK_N": block.block_n}, block),
         ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, bwd, {"BLOCK_N": block.block_n}, block),
-        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd, {"BLOCK_N": stream.block_n}, stream),
-        ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd, {"BLOCK_N": stream.block_n}, stream),
+        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
+         {"BLOCK_N": stream.block_n}, stream),
+        ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd,
+         {"BLOCK_N": stream_bwd.block_n, "STAGES": stream_bwd.stages}, stream_bwd),
+        ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd,
+         {"BLOCK_N": stream_bwd_unaligned.block_n, "STAGES": stream_bwd_unaligned.stages}, stream_bwd_unaligned),
         ("softmax_fwd_split_row_stats_kernel", softmax_fwd_split_row_stats_kernel,
          {"x_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "cols": "i32", "x_row_stride": "i64", **chunk_args},
-         {"BLOCK_N": stream.block_n}, stream),
+         {"BLOCK_N": split.block_n}, split),
         ("softmax_fwd_split_row_normalize_kernel", softmax_fwd_split_row_normalize_kernel,
          {"x_ptr": ptr, "y_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "cols": "i32", "x_row_stride": "i64",
-          "y_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n, "CHUNKS_P2": 256}, stream),
+          "y_row_stride": "i64", **chunk_args}, {"BLOCK_N": split.block_n, "CHUNKS_P2": 256}, split),
         ("softmax_bwd_split_row_dot_kernel", softmax_bwd_split_row_dot_kernel,
          {"y_ptr": ptr, "dy_ptr": ptr, "dot_ptr": "*fp32", "cols": "i32", "y_row_stride": "i64",
-          "dy_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n}, stream),
+          "dy_row_stride": "i64", **chunk_args}, {"BLOCK_N": split_bwd.block_n, "STAGES": split_bwd.stages}, split_bwd),
         ("softmax_bwd_split_row_grad_kernel", softmax_bwd_split_row_grad_kernel,
          {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "cols": "i32", "y_row_stride": "i64",
-          "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args}, {"BLOCK_N": stream.block_n, "CHUNKS_P2": 256}, stream),
+          "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args}, {"BLOCK_N": split_bwd.block_n, "CHUNKS_P2": 256},
+         split_bwd),
     ):
         signature = dict(sig, **{k: "constexpr" for k in consts})
-        specs.append(AotSpec(name, fn, signature, consts, {"num_warps": config.num_warps}))
+        options = {"num_warps": config.num_warps}
+        if config.maxnreg is not None:  # the launch passes it too (block_online)
+            options["maxnreg"] = config.maxnreg
+        specs.append(AotSpec(name, fn, signature, consts, options))
     return specs
