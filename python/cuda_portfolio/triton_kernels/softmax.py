@@ -34,7 +34,7 @@ operand and is not pipelined. The backward's persistent grid counts one streamin
 both directions): backward +0.04-0.14x of copy, forward -0.03-0.11x, so the forward keeps plain loads,
 the two-exponential update and several programs per SM (launch_config). So do backward rows outside
 Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
-slower (fb4210d), and 16-bit ones cannot use async copies at all.
+slower (fb4210d), and 16-bit ones cannot use async copies at all; their stores, scalar, are not .cs either.
 
 NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima propagate NaN),
 -inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
@@ -137,15 +137,21 @@ def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr, STAGES: tl.cons
 
 
 @triton.jit
-def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.constexpr):
-    """dx_row[start:stop] = y * (dy - dot), last tile first (it is the freshest in L2)."""
+def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.constexpr, STREAM_STORES: tl.constexpr):
+    """dx_row[start:stop] = y * (dy - dot), last tile first (it is the freshest in L2). STREAM_STORES: .cs
+    (evict-first) stores, for 16-byte rows only: on unaligned rows the stores are scalar, and streaming
+    partial sectors out of L2 measured 0.56 -> 0.38 at fp32 2048x50257 (c4e6f04)."""
     tiles = tl.cdiv(stop - start, BLOCK_N)
     for i in range(0, tiles):
         col = start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
         mask = col < stop
         y = tl.load(y_row + col, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
         dy = tl.load(dy_row + col, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        tl.store(dx_row + col, (y * (dy - dot)).to(dx_row.dtype.element_ty), mask=mask, cache_modifier=".cs")
+        dx = (y * (dy - dot)).to(dx_row.dtype.element_ty)
+        if STREAM_STORES:
+            tl.store(dx_row + col, dx, mask=mask, cache_modifier=".cs")
+        else:
+            tl.store(dx_row + col, dx, mask=mask)
 
 
 # ----------------------------------------------------------------------------- warp_per_row
@@ -207,12 +213,12 @@ def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_ro
 
 @triton.jit
 def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_stride, dy_row_stride, dx_row_stride,
-                                    BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+                                    BLOCK_N: tl.constexpr, STAGES: tl.constexpr, STREAM_STORES: tl.constexpr):
     for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
         y_row = y_ptr + row * y_row_stride
         dy_row = dy_ptr + row * dy_row_stride
         dot = _dot_span(y_row, dy_row, 0, cols, BLOCK_N, STAGES)
-        _grad_span_reversed(y_row, dy_row, dx_ptr + row * dx_row_stride, 0, cols, dot, BLOCK_N)
+        _grad_span_reversed(y_row, dy_row, dx_ptr + row * dx_row_stride, 0, cols, dot, BLOCK_N, STREAM_STORES)
 
 
 # ----------------------------------------------------------------------------- split_row
@@ -260,14 +266,14 @@ def softmax_bwd_split_row_dot_kernel(y_ptr, dy_ptr, dot_ptr, cols, y_row_stride,
 @triton.jit
 def softmax_bwd_split_row_grad_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, cols, y_row_stride, dy_row_stride,
                                       dx_row_stride, chunks, chunk_cols, BLOCK_N: tl.constexpr,
-                                      CHUNKS_P2: tl.constexpr):
+                                      CHUNKS_P2: tl.constexpr, STREAM_STORES: tl.constexpr):
     pid = tl.num_programs(0).to(tl.int64) - 1 - tl.program_id(0)
     row = pid // chunks
     start = (pid % chunks) * chunk_cols
     part = tl.arange(0, CHUNKS_P2)
     dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0), axis=0)
     _grad_span_reversed(y_ptr + row * y_row_stride, dy_ptr + row * dy_row_stride, dx_ptr + row * dx_row_stride,
-                        start, tl.minimum(start + chunk_cols, cols), dot, BLOCK_N)
+                        start, tl.minimum(start + chunk_cols, cols), dot, BLOCK_N, STREAM_STORES)
 
 
 # ----------------------------------------------------------------------------- launch configuration
@@ -279,6 +285,7 @@ class LaunchConfig(NamedTuple):
     stages: int = 1  # software-pipeline depth of the streaming first pass (block_online, split_row kernel 1)
     per_sm: int = 1  # programs of the persistent grids one SM holds at once (registers, shared memory, warps)
     maxnreg: int | None = None  # ptxas register cap per thread (Triton's maxnreg launch option); None: ptxas picks
+    stream_stores: bool = False  # backward: evict-first (.cs) output stores (_grad_span_reversed)
 
 
 @functools.lru_cache(maxsize=None)
@@ -314,9 +321,10 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     stages = max(2, min(MAX_STAGES, 1 + STREAM_BYTES_AHEAD // (block_n * dtype.itemsize * operands)))
     if plan == "split_row":
         chunk_tiles = SPLIT_ROW_CHUNK_BYTES // (block_n * dtype.itemsize * operands)
-        return LaunchConfig(block_n, num_warps, 1, min(stages, chunk_tiles + 1) if chunk_tiles > 1 else 1)
+        return LaunchConfig(block_n, num_warps, 1, min(stages, chunk_tiles + 1) if chunk_tiles > 1 else 1,
+                            stream_stores=True)
     share = REGISTERS_PER_SM // (32 * num_warps * STREAM_PROGRAMS_PER_SM)
-    return LaunchConfig(block_n, num_warps, 1, stages, STREAM_PROGRAMS_PER_SM, share if share < 255 else None)
+    return LaunchConfig(block_n, num_warps, 1, stages, STREAM_PROGRAMS_PER_SM, share if share < 255 else None, True)
 
 
 @functools.lru_cache(maxsize=None)
@@ -432,7 +440,8 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
     elif plan == "block_online":
         grid = (_persistent_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
         softmax_bwd_block_online_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
-                                              STAGES=config.stages, num_warps=config.num_warps,
+                                              STAGES=config.stages, STREAM_STORES=config.stream_stores,
+                                              num_warps=config.num_warps,
                                               maxnreg=config.maxnreg)
     else:
         for first, stop in _row_groups(rows, 2 * cols * y2d.element_size()):
@@ -445,7 +454,7 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
                                                        STAGES=config.stages, num_warps=config.num_warps)
             softmax_bwd_split_row_grad_kernel[(total,)](
                 y_part, dy_part, dx_part, part_dot, cols, *strides, chunks, chunk_cols, BLOCK_N=config.block_n,
-                CHUNKS_P2=triton.next_power_of_2(chunks), num_warps=config.num_warps)
+                CHUNKS_P2=triton.next_power_of_2(chunks), STREAM_STORES=config.stream_stores, num_warps=config.num_warps)
 
 
 def aot_specs(dtype: torch.dtype):
@@ -477,9 +486,10 @@ def aot_specs(dtype: torch.dtype):
         ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
          {"BLOCK_N": stream.block_n}, stream),
         ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd,
-         {"BLOCK_N": stream_bwd.block_n, "STAGES": stream_bwd.stages}, stream_bwd),
+         {"BLOCK_N": stream_bwd.block_n, "STAGES": stream_bwd.stages, "STREAM_STORES": True}, stream_bwd),
         ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd,
-         {"BLOCK_N": stream_bwd_unaligned.block_n, "STAGES": stream_bwd_unaligned.stages}, stream_bwd_unaligned),
+         {"BLOCK_N": stream_bwd_unaligned.block_n, "STAGES": stream_bwd_unaligned.stages, "STREAM_STORES": False},
+         stream_bwd_unaligned),
         ("softmax_fwd_split_row_stats_kernel", softmax_fwd_split_row_stats_kernel,
          {"x_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "cols": "i32", "x_row_stride": "i64", **chunk_args},
          {"BLOCK_N": split.block_n}, split),
@@ -491,8 +501,8 @@ def aot_specs(dtype: torch.dtype):
           "dy_row_stride": "i64", **chunk_args}, {"BLOCK_N": split_bwd.block_n, "STAGES": split_bwd.stages}, split_bwd),
         ("softmax_bwd_split_row_grad_kernel", softmax_bwd_split_row_grad_kernel,
          {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "cols": "i32", "y_row_stride": "i64",
-          "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args}, {"BLOCK_N": split_bwd.block_n, "CHUNKS_P2": 256},
-         split_bwd),
+          "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args},
+         {"BLOCK_N": split_bwd.block_n, "CHUNKS_P2": 256, "STREAM_STORES": True}, split_bwd),
     ):
         signature = dict(sig, **{k: "constexpr" for k in consts})
         options = {"num_warps": config.num_warps}
