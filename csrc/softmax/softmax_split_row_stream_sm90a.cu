@@ -26,10 +26,12 @@
 // Deadlock freedom: tickets are taken in order by running producers, and a block's consumers work
 // through its jobs in ticket order, so the oldest unfinished row has all its slices taken by
 // running blocks whose earlier jobs are done or finishable; they all reach its exchange. This
-// needs that no block holds two slices of one row, which the layout does not ensure: a producer
-// takes its next ticket once it has issued its job's pass 2, which it can do while its consumers
-// wait at the exchange if the slice is at most one ring (192 KiB over all operands, e.g. 2x70000);
-// if that ticket is the same row's next slice, the row never completes (docs/perf-log.md, v13).
+// needs that no block holds two slices of one row: so when rows have several slices, the producer
+// takes its next ticket only after its consumers are past the job's exchange (`exchanged`
+// mbarrier). Without that wait a slice of at most one ring (192 KiB over all operands, e.g.
+// 2x70000) lets the producer queue the same row's next slice behind the one whose exchange waits
+// for it: a hang (docs/perf-log.md, v13). Slices longer than the ring (every benchmark shape) never
+// reached that point before the exchange anyway, so the wait costs them nothing.
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
 // exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
 #include <algorithm>
@@ -109,9 +111,10 @@ struct Ring {
   unsigned char* buf;
   std::uint64_t* full;
   std::uint64_t* empty;
+  std::uint64_t* exchanged;  // one phase per job of a multi-slice row: its consumers are past the exchange
   Job* jobs;
   int stage = 0;
-  unsigned phase = 0;
+  unsigned phase = 0, exchanged_phase = 0;
 
   __device__ __forceinline__ void advance() {
     if (++stage == kStages) stage = 0, phase ^= 1;
@@ -158,6 +161,10 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
                     &r.full[r.stage], pass == 0 ? keep : drop);
         r.advance();
       }
+    }
+    if (p.slices > 1) {  // no second slice of this row in the ring before its exchange (deadlock note above)
+      mbar_wait(r.exchanged, r.exchanged_phase);
+      r.exchanged_phase ^= 1;
     }
   }
 }
@@ -228,17 +235,18 @@ __device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem&
 template <int kOps>
 __device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
   constexpr int S = Ring<kOps>::kStages;
-  __shared__ __align__(8) std::uint64_t full[S], empty[S];
+  __shared__ __align__(8) std::uint64_t full[S], empty[S], exchanged;
   __shared__ Job jobs[S];
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);                 // the producer's arrive (with the byte count)
       mbar_init(&empty[s], kConsumerThreads);  // one arrive per consumer thread
     }
+    mbar_init(&exchanged, 1);  // consumer thread 0, past the row's exchange
     mbar_init_fence();
   }
   __syncthreads();
-  return Ring<kOps>{smem, full, empty, jobs};
+  return Ring<kOps>{smem, full, empty, &exchanged, jobs};
 }
 
 // The consumers' walk over the stream produce() writes: per job, pass 1, the row's exchange, then
@@ -266,6 +274,7 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
       acc = math.fold(r, units_of(c0, body.end), acc);
     }
     const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, arrivals, partials);
+    if (p.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
     for (std::int64_t c0 = body.begin; c0 < body.end; c0 += kChunkElems) {
       r.wait_full();
       math.emit(r, units_of(c0, body.end), job.row, c0, total);
