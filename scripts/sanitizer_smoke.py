@@ -26,11 +26,15 @@ import torch
 import _common as common
 
 # Small, odd shapes: tails, single rows, rows past one block, and a long row for the split plans.
-# On Hopper, split_row streams rows of whole 16-byte units: 2x70000 cuts each row into slices that
-# exchange statistics, 140x9000 gives one slice per row of several chunks, the last one partial.
+# On Hopper, split_row streams every shape here but 16-bit 5x7 (no whole 16-byte unit), rows of any
+# alignment (a head and tail element-wise around whole 16-byte units): 2x70000 and 2x70001 cut each
+# row into slices that exchange statistics, 140x9000 gives one slice per row of several chunks, the
+# last one partial; odd lengths give each row its own head and tail. 5x70000 takes more tickets
+# (5 x 27 slices) than the 132 blocks of an H200, with slices shorter than the ring: the case
+# where a producer could queue a row's second slice behind its first (the v13 deadlock note).
 SMALL_SHAPES = {
     "copy": [(3, 1000), (2, 4097)],
-    "softmax": [(5, 7), (37, 1000), (3, 4097), (2, 70001), (2, 70000), (140, 9000)],
+    "softmax": [(5, 7), (37, 1000), (3, 4097), (2, 70001), (2, 70000), (5, 70000), (140, 9000)],
     # 33x47x65: no dimension a tile multiple; 192x136x72: 16-byte aligned rows for TMA / cp.async.
     "matmul": [(33, 47, 65), (192, 136, 72)],
 }

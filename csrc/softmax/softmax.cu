@@ -77,8 +77,10 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 // plan timed in fp32 and bf16, fwd and bwd (results/h200/softmax-plans.json: 6 long-row shapes;
 // softmax-plans-v9b.json: block_online with its 1024-thread capped grid at 4 of them, 16384x1024
 // and 8192x8192):
-// - Hopper, rows of whole 16-byte units (split_row streams them through a bulk-copy ring;
-//   softmax-plans-v10.json): split_row, except forward where block_online's rows re-read from L2.
+// - Hopper, rows split_row streams through a bulk-copy ring (v10: rows of whole 16-byte units,
+//   softmax-plans-v10.json; v13: rows at any offset from a 16-byte boundary that hold a whole
+//   unit, e.g. 50257 columns, not yet measured): split_row, except forward where block_online's
+//   rows re-read from L2.
 //   split_row measured 0.86-0.93 fp32 / 0.83-0.89 bf16 at 1024x131072 (cluster 0.74, block_online
 //   0.60-0.79) and was the best plan at 256x262144, 32x1M and 4x4M in both directions; at
 //   4096x32768 backward 0.96 / 0.99 (block_online 0.94 / 0.98), forward block_online 0.97 / 0.96

@@ -57,8 +57,9 @@ void split_row_forward(const RowOperands& op, const LaunchContext& ctx);
 void split_row_backward(const RowOperands& op, const LaunchContext& ctx);
 
 // Defined in softmax_split_row_stream_sm90a.cu (built only with CUDA_PORTFOLIO_HAS_SM90A): split_row's
-// Hopper kernels, used when split_row_streams(op, device): sm_90, rows 16-byte aligned and a whole
-// number of 16-byte units. The (dtype, cols) form leaves out the alignment (for the auto choice).
+// Hopper kernels, used when split_row_streams(op, device): sm_90, every operand's rows at the same
+// offset from a 16-byte boundary, rows holding at least one whole 16-byte unit. The (dtype, cols)
+// form leaves out the operands (for the auto choice).
 bool split_row_streams(DType dtype, std::int64_t cols, int device);
 bool split_row_streams(const RowOperands& op, int device);
 std::size_t split_row_stream_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device,

@@ -1,7 +1,7 @@
 // split_row: long rows, few rows (32 x 1M, 4 x 4M): each row is cut into `slices` contiguous
 // slices, one 512-thread block per slice, so the whole GPU works on a handful of rows.
-// These are the portable kernels; on Hopper, rows that are 16-byte aligned and whole 16-byte
-// units go to the streamed kernels of softmax_split_row_stream_sm90a.cu instead.
+// These are the portable kernels; on Hopper, operands whose rows share their offset from a 16-byte
+// boundary go to the streamed kernels of softmax_split_row_stream_sm90a.cu instead.
 // A block keeps its slice in registers as raw 16-byte units (32 registers per thread: 16384 fp32
 // or 32768 fp16/bf16 elements forward, half that per operand backward), reduces it to partial
 // statistics, publishes them in the workspace, bumps the row's arrival counter and spins until

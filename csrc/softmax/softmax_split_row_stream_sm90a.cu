@@ -1,25 +1,37 @@
-// split_row on Hopper, streamed (sm_90a): the split_row plan's kernels when every row is 16-byte
-// aligned and a whole number of 16-byte units (softmax_split_row.cu keeps the portable kernels
-// for everything else). Long rows are cut into slices, a slice is one job, and each job is
-// streamed through shared memory twice: pass 1 folds it into statistics (forward: running max
-// and sum; backward: sum of y * dy), the slices of a row exchange their statistics through global
-// memory, and pass 2 streams the slice again (from L2) and writes the output.
+// split_row on Hopper, streamed (sm_90a): the split_row plan's kernels when every operand's rows
+// sit at the same offset from a 16-byte boundary (any offset: contiguous tensors of one shape do)
+// and every row holds at least one whole 16-byte unit; softmax_split_row.cu keeps the portable
+// kernels for everything else. A row is a head of up to W - 1 elements before its first 16-byte
+// boundary, a body of whole 16-byte units and a tail of up to W - 1 elements (W = 16 bytes of
+// elements). Bodies are cut into slices, a slice is one job, and each job's body is streamed
+// through shared memory twice: pass 1 folds it into statistics (forward: running max and sum;
+// backward: sum of y * dy), the slices of a row exchange their statistics through global memory,
+// and pass 2 streams the body again (from L2) and writes the output. The head and tail ride with
+// the first and last slice: threads 0-14 load them one element each from global memory before
+// the job's pass 1, fold them in with the body and write them after pass 2.
 // Plan: a persistent grid, one 544-thread block per SM. Warp 16 is the producer: one thread takes
 // job tickets from a global counter in order (row-major over (row, slice)) and, per 16 KiB chunk of
 // each operand, waits for a free stage of a 192 KiB ring (`empty` mbarrier), arms the stage's
-// `full` mbarrier with the byte count and issues 1-D bulk copies (TMA without a tensor map; pass 1
-// with an L2 evict_last policy, pass 2 evict_first). It runs up to a whole ring ahead of the
-// consumers, across the pass boundary and into the next job, so DRAM sees 192 KiB per SM in
-// flight whatever the consumers are doing (the register-tiled kernels issue a tile, then wait
-// for it). Warps 0-15 consume: each thread reads 2 units (16 B) per operand of a chunk from
-// shared memory, releases the stage (an mbarrier arrive) and computes; pass 2 stores the
-// output from registers with 16-byte evict-first stores.
+// `full` mbarrier with the byte count and issues 1-D bulk copies of the body (TMA without a tensor
+// map; pass 1 with an L2 evict_last policy, pass 2 evict_first). Each job streams pass 1, then
+// pass 2. The producer runs up to a whole ring ahead of the consumers, across the pass boundary
+// and into the next job, so DRAM sees 192 KiB per SM in flight whatever the consumers are doing
+// (the register-tiled kernels issue a tile, then wait for it). Warps 0-15 consume: each thread
+// reads 2 units (16 B) per operand of a chunk from shared memory, releases the stage (an mbarrier
+// arrive per thread) and computes; between the passes the job's slices exchange their statistics;
+// pass 2 stores the output from registers with 16-byte evict-first stores.
 // L2: a slice is read from DRAM in pass 1 and again in pass 2, ideally from L2. The slice count
 // keeps the bytes between the two reads, about (blocks x slice bytes), under l2_reread_budget_bytes().
 // Slices also fill the grid when rows are fewer than SMs.
 // Deadlock freedom: tickets are taken in order by running producers, and a block's consumers work
 // through its jobs in ticket order, so the oldest unfinished row has all its slices taken by
-// running blocks whose earlier jobs are done or finishable; they all reach its exchange.
+// running blocks whose earlier jobs are done or finishable; they all reach its exchange. This
+// needs that no block holds two slices of one row: so when rows have several slices, the producer
+// takes its next ticket only after its consumers are past the job's exchange (`exchanged`
+// mbarrier). Without that wait a slice of at most one ring (192 KiB over all operands, e.g.
+// 2x70000) lets the producer queue the same row's next slice behind the one whose exchange waits
+// for it: a hang (docs/perf-log.md, v13). Slices longer than the ring (every benchmark shape) never
+// reached that point before the exchange anyway, so the wait costs them nothing.
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
 // exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
 #include <algorithm>
@@ -56,9 +68,39 @@ struct Job {
 };
 
 struct StreamProblem {
-  std::int64_t rows, cols, slice_len;
+  std::int64_t rows, cols, slice_units;  // a slice: slice_units whole 16-byte units of the row's body
   int slices;
 };
+
+// A row's 16-byte geometry: `head` elements before its first 16-byte boundary, `units` whole
+// 16-byte units (the body, what the bulk copies move), `tail` elements after them. Every operand's
+// rows share it (the host checks that their addresses agree modulo 16).
+struct RowGeometry {
+  int head;
+  std::int64_t units;
+  int tail;
+};
+
+template <typename T>
+__device__ __forceinline__ RowGeometry row_geometry(const T* row, std::int64_t cols) {
+  constexpr int W = vec_width<T>();
+  const int head = static_cast<int>(std::min<std::int64_t>((W - misalignment(row)) % W, cols));
+  const std::int64_t units = (cols - head) / W;
+  return {head, units, static_cast<int>(cols - head - units * W)};
+}
+
+// The body elements [begin, end) of a job's slice: 16-byte aligned, whole units (never empty: the
+// host sizes slices so that the shortest body still gives every slice a unit).
+struct Span {
+  std::int64_t begin, end;
+};
+
+template <typename T>
+__device__ __forceinline__ Span slice_body(const Job& j, const StreamProblem& p, const RowGeometry& g) {
+  constexpr int W = vec_width<T>();
+  const std::int64_t first = j.slice * p.slice_units, last = std::min(g.units, first + p.slice_units);
+  return {g.head + first * W, g.head + last * W};
+}
 
 // The ring of one block: stage s holds operand o's chunk at buf + (s * kOps + o) * kChunkBytes,
 // and jobs[s] names the job whose first chunk is in stage s (written before that stage's `full`
@@ -69,9 +111,10 @@ struct Ring {
   unsigned char* buf;
   std::uint64_t* full;
   std::uint64_t* empty;
+  std::uint64_t* exchanged;  // one phase per job of a multi-slice row: its consumers are past the exchange
   Job* jobs;
   int stage = 0;
-  unsigned phase = 0;
+  unsigned phase = 0, exchanged_phase = 0;
 
   __device__ __forceinline__ void advance() {
     if (++stage == kStages) stage = 0, phase ^= 1;
@@ -89,15 +132,8 @@ struct Ring {
   }
 };
 
-__device__ __forceinline__ std::int64_t slice_begin(const Job& j, const StreamProblem& p) {
-  return j.slice * p.slice_len;
-}
-__device__ __forceinline__ std::int64_t slice_end(const Job& j, const StreamProblem& p) {
-  return std::min(p.cols, slice_begin(j, p) + p.slice_len);
-}
-
-// The producer thread: tickets -> jobs -> two passes of bulk copies per job; a ticket past the
-// last job puts the end marker in the ring.
+// The producer thread: tickets -> jobs -> two passes of bulk copies over each job's body; a ticket
+// past the last job puts the end marker in the ring.
 template <typename T, int kOps>
 __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&in)[kOps],
                         const std::int64_t (&stride)[kOps], unsigned* ticket_counter) {
@@ -113,11 +149,11 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
       return;
     }
     r.jobs[r.stage] = job;
-    const std::int64_t begin = slice_begin(job, p), end = slice_end(job, p);
+    const Span body = slice_body<T>(job, p, row_geometry(in[0] + job.row * stride[0], p.cols));
     for (int pass = 0; pass < 2; ++pass) {
-      for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
-        if (pass > 0 || c0 > begin) mbar_wait(&r.empty[r.stage], r.phase ^ 1);
-        const unsigned bytes = static_cast<unsigned>(std::min(end - c0, kChunkElems) * sizeof(T));
+      for (std::int64_t c0 = body.begin; c0 < body.end; c0 += kChunkElems) {
+        if (pass > 0 || c0 > body.begin) mbar_wait(&r.empty[r.stage], r.phase ^ 1);
+        const unsigned bytes = static_cast<unsigned>(std::min(body.end - c0, kChunkElems) * sizeof(T));
         mbar_arrive_expect_tx(&r.full[r.stage], bytes * kOps);
 #pragma unroll
         for (int op = 0; op < kOps; ++op)
@@ -125,6 +161,10 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
                     &r.full[r.stage], pass == 0 ? keep : drop);
         r.advance();
       }
+    }
+    if (p.slices > 1) {  // no second slice of this row in the ring before its exchange (deadlock note above)
+      mbar_wait(r.exchanged, r.exchanged_phase);
+      r.exchanged_phase ^= 1;
     }
   }
 }
@@ -195,18 +235,161 @@ __device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem&
 template <int kOps>
 __device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
   constexpr int S = Ring<kOps>::kStages;
-  __shared__ __align__(8) std::uint64_t full[S], empty[S];
+  __shared__ __align__(8) std::uint64_t full[S], empty[S], exchanged;
   __shared__ Job jobs[S];
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);                 // the producer's arrive (with the byte count)
       mbar_init(&empty[s], kConsumerThreads);  // one arrive per consumer thread
     }
+    mbar_init(&exchanged, 1);  // consumer thread 0, past the row's exchange
     mbar_init_fence();
   }
   __syncthreads();
-  return Ring<kOps>{smem, full, empty, jobs};
+  return Ring<kOps>{smem, full, empty, &exchanged, jobs};
 }
+
+// The consumers' walk over the stream produce() writes: per job, pass 1, the row's exchange, then
+// pass 2. Math supplies the two passes over one chunk: fold(ring, units, acc) -> acc (pass 1) and
+// emit(ring, units, row, c0, total) (pass 2), and the same for the row's head and tail elements
+// outside the body (edge_stat, store_edge). Threads 0-14 load those (load_edge) before the body,
+// so the latency hides behind it, and keep them in registers until pass 2 writes them.
+template <typename Math, int kOps>
+__device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, unsigned* arrivals,
+                                        typename Math::V* partials, const Math& math) {
+  using V = typename Math::V;
+  constexpr std::int64_t kChunkElems = Math::kChunkElems;
+  const auto units_of = [&](std::int64_t c0, std::int64_t end) {
+    return static_cast<int>(std::min(end - c0, kChunkElems) / Math::W);
+  };
+  for (;;) {
+    r.wait_full();
+    const Job job = r.jobs[r.stage];
+    if (job.row < 0) return;
+    const Span body = math.body(job, p);
+    const auto edge = math.load_edge(job, p);
+    V acc = math.identity();
+    for (std::int64_t c0 = body.begin; c0 < body.end; c0 += kChunkElems) {
+      if (c0 > body.begin) r.wait_full();
+      acc = math.fold(r, units_of(c0, body.end), acc);
+    }
+    const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, arrivals, partials);
+    if (p.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
+    for (std::int64_t c0 = body.begin; c0 < body.end; c0 += kChunkElems) {
+      r.wait_full();
+      math.emit(r, units_of(c0, body.end), job.row, c0, total);
+    }
+    math.store_edge(job, edge, total);
+  }
+}
+
+// What both directions' math share: the operands, the element type's geometry, a job's body and
+// the edge element (head or tail, outside the body) this thread owns, if any.
+template <typename T, int kOps>
+struct ChunkMath {
+  static constexpr int W = vec_width<T>();
+  static constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
+  const T* in[kOps];
+  std::int64_t in_stride[kOps];
+  T* out;
+  std::int64_t out_stride;
+
+  __device__ __forceinline__ const T* in_row(int op, std::int64_t row) const { return in[op] + row * in_stride[op]; }
+  __device__ __forceinline__ Span body(const Job& job, const StreamProblem& p) const {
+    return slice_body<T>(job, p, row_geometry(in_row(0, job.row), p.cols));
+  }
+  // This thread's element outside the body, with every operand's value: threads 0..W-2 take the
+  // head (slice 0), threads 8..8+W-2 the tail (last slice); index -1 for every other thread.
+  struct Edge {
+    std::int64_t index;
+    float v[kOps];
+  };
+  __device__ __forceinline__ Edge load_edge(const Job& job, const StreamProblem& p) const {
+    const RowGeometry g = row_geometry(in_row(0, job.row), p.cols);
+    const int t = static_cast<int>(threadIdx.x);
+    Edge e{-1, {}};
+    if (job.slice == 0 && t < g.head) e.index = t;
+    if (job.slice == p.slices - 1 && t >= 8 && t - 8 < g.tail) e.index = g.head + g.units * W + (t - 8);
+    if (e.index >= 0)
+#pragma unroll
+      for (int op = 0; op < kOps; ++op) e.v[op] = to_float(in_row(op, job.row)[e.index]);
+    return e;
+  }
+  __device__ __forceinline__ void store_edge_value(const Job& job, const Edge& e, float value) const {
+    if (e.index >= 0) out[job.row * out_stride + e.index] = from_float<T>(value);
+  }
+};
+
+template <typename T>
+struct ForwardMath : ChunkMath<T, 1> {
+  using V = MaxSum;
+
+  __device__ __forceinline__ V identity() const { return empty_max_sum(); }
+  __device__ __forceinline__ Vec<T> fill() const {
+    const T neg_inf = from_float<T>(kNegInf);
+    return make_vec<T>([&](int) { return neg_inf; });  // adds exp(-inf) = 0
+  }
+  using Edge = typename ChunkMath<T, 1>::Edge;
+  // (max, sum) of this thread's edge element: (x, 1), or the empty (-inf, 0).
+  __device__ __forceinline__ V edge_stat(const Edge& e) const {
+    return e.index < 0 || e.v[0] == kNegInf ? identity() : V{e.v[0], 1.0f};
+  }
+  // Running (max, sum) over the chunk.
+  __device__ __forceinline__ V fold(Ring<1>& r, int units, V part) const {
+    Tile<T, kUnitsPerThread> t;
+    read_chunk(r, 0, units, t, fill());
+    r.release();
+    const float m = t.max(part.max);
+    return {m, part.sum * rescale(part.max, m) + t.sum_exp(m)};
+  }
+  // y = exp(x - max) / sum over the chunk.
+  __device__ __forceinline__ void emit(Ring<1>& r, int units, std::int64_t row, std::int64_t c0, const V& total) const {
+    Tile<T, kUnitsPerThread> t;
+    read_chunk(r, 0, units, t, fill());
+    r.release();
+    const float inv_sum = 1.0f / total.sum;
+    store_chunk(this->out + row * this->out_stride, c0, units,
+                [&](int k, int j) { return exp_shifted(t.at(k, j), total.max) * inv_sum; });
+  }
+  __device__ __forceinline__ void store_edge(const Job& job, const Edge& e, const V& total) const {
+    this->store_edge_value(job, e, exp_shifted(e.v[0], total.max) * (1.0f / total.sum));
+  }
+};
+
+template <typename T>
+struct BackwardMath : ChunkMath<T, 2> {
+  using V = float;
+  static constexpr int W = ChunkMath<T, 2>::W;
+
+  __device__ __forceinline__ V identity() const { return 0.0f; }
+  using Edge = typename ChunkMath<T, 2>::Edge;
+  // y * dy of this thread's edge element, or 0.
+  __device__ __forceinline__ V edge_stat(const Edge& e) const { return e.index < 0 ? 0.0f : e.v[0] * e.v[1]; }
+  // Running sum of y * dy over the chunk.
+  __device__ __forceinline__ V fold(Ring<2>& r, int units, V dot) const {
+    Tile<T, kUnitsPerThread> ty, tdy;
+    read_chunk(r, 0, units, ty, Vec<T>{});
+    read_chunk(r, 1, units, tdy, Vec<T>{});
+    r.release();
+#pragma unroll
+    for (int k = 0; k < kUnitsPerThread; ++k)
+#pragma unroll
+      for (int j = 0; j < W; ++j) dot = fmaf(ty.at(k, j), tdy.at(k, j), dot);
+    return dot;
+  }
+  // dx = y * (dy - sum(y * dy)) over the chunk.
+  __device__ __forceinline__ void emit(Ring<2>& r, int units, std::int64_t row, std::int64_t c0, const V& dot) const {
+    Tile<T, kUnitsPerThread> ty, tdy;
+    read_chunk(r, 0, units, ty, Vec<T>{});
+    read_chunk(r, 1, units, tdy, Vec<T>{});
+    r.release();
+    store_chunk(this->out + row * this->out_stride, c0, units,
+                [&](int k, int j) { return ty.at(k, j) * (tdy.at(k, j) - dot); });
+  }
+  __device__ __forceinline__ void store_edge(const Job& job, const Edge& e, const V& dot) const {
+    this->store_edge_value(job, e, e.v[0] * (e.v[1] - dot));
+  }
+};
 
 template <typename T>
 __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_fwd(
@@ -218,35 +401,7 @@ __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream
     if (threadIdx.x == kConsumerThreads) produce<T, 1>(r, p, {x}, {x_stride}, counters);
     return;
   }
-  constexpr int W = vec_width<T>();
-  constexpr int kChunkElems = kChunkBytes / sizeof(T);
-  const T neg_inf = from_float<T>(kNegInf);
-  const Vec<T> fill = make_vec<T>([&](int) { return neg_inf; });  // adds exp(-inf) = 0
-  Tile<T, kUnitsPerThread> t;
-  for (;;) {
-    r.wait_full();
-    const Job job = r.jobs[r.stage];
-    if (job.row < 0) return;
-    const std::int64_t begin = slice_begin(job, p), end = slice_end(job, p);
-    MaxSum part = empty_max_sum();
-    for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
-      if (c0 > begin) r.wait_full();
-      read_chunk(r, 0, static_cast<int>(std::min<std::int64_t>(end - c0, kChunkElems) / W), t, fill);
-      r.release();
-      const float m = t.max(part.max);
-      part = {m, part.sum * rescale(part.max, m) + t.sum_exp(m)};
-    }
-    const MaxSum row = row_total(part, job, p, counters + 1, partials);
-    const float inv_sum = 1.0f / row.sum;
-    T* y_row = y + job.row * y_stride;
-    for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
-      const int units = static_cast<int>(std::min<std::int64_t>(end - c0, kChunkElems) / W);
-      r.wait_full();
-      read_chunk(r, 0, units, t, fill);
-      r.release();
-      store_chunk(y_row, c0, units, [&](int k, int j) { return exp_shifted(t.at(k, j), row.max) * inv_sum; });
-    }
-  }
+  consume(r, p, counters + 1, partials, ForwardMath<T>{{{x}, {x_stride}, y, y_stride}});
 }
 
 template <typename T>
@@ -259,38 +414,7 @@ __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream
     if (threadIdx.x == kConsumerThreads) produce<T, 2>(r, p, {y, dy}, {y_stride, dy_stride}, counters);
     return;
   }
-  constexpr int W = vec_width<T>();
-  constexpr int kChunkElems = kChunkBytes / sizeof(T);
-  const Vec<T> zero{};
-  Tile<T, kUnitsPerThread> ty, tdy;
-  for (;;) {
-    r.wait_full();
-    const Job job = r.jobs[r.stage];
-    if (job.row < 0) return;
-    const std::int64_t begin = slice_begin(job, p), end = slice_end(job, p);
-    float dot = 0.0f;
-    for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
-      const int units = static_cast<int>(std::min<std::int64_t>(end - c0, kChunkElems) / W);
-      if (c0 > begin) r.wait_full();
-      read_chunk(r, 0, units, ty, zero);
-      read_chunk(r, 1, units, tdy, zero);
-      r.release();
-#pragma unroll
-      for (int k = 0; k < kUnitsPerThread; ++k)
-#pragma unroll
-        for (int j = 0; j < W; ++j) dot = fmaf(ty.at(k, j), tdy.at(k, j), dot);
-    }
-    const float row_dot = row_total(dot, job, p, counters + 1, partials);
-    T* dx_row = dx + job.row * dx_stride;
-    for (std::int64_t c0 = begin; c0 < end; c0 += kChunkElems) {
-      const int units = static_cast<int>(std::min<std::int64_t>(end - c0, kChunkElems) / W);
-      r.wait_full();
-      read_chunk(r, 0, units, ty, zero);
-      read_chunk(r, 1, units, tdy, zero);
-      r.release();
-      store_chunk(dx_row, c0, units, [&](int k, int j) { return ty.at(k, j) * (tdy.at(k, j) - row_dot); });
-    }
-  }
+  consume(r, p, counters + 1, partials, BackwardMath<T>{{{y, dy}, {y_stride, dy_stride}, dx, dx_stride}});
 }
 
 // Workspace: [ticket][arrivals x rows] (zeroed per call), then the partials (V x rows x slices).
@@ -300,20 +424,35 @@ struct StreamLayout {
   std::size_t counters_bytes, partials_offset, total_bytes;
 };
 
+// The fewest whole 16-byte units a row of `cols` elements holds, whatever its alignment.
+template <typename T>
+std::int64_t fewest_units(std::int64_t cols) {
+  constexpr int W = vec_width<T>();
+  return cols >= W - 1 ? (cols - (W - 1)) / W : 0;
+}
+
 // One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
-// and at least one job per block when rows are few; slices are whole chunks.
+// and at least one job per block when rows are few; slices are whole chunks of a row's body, cut
+// so that every row's last slice still holds a unit (rows differ by one unit with their alignment).
 template <typename T, int kOps>
 StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
-  constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
+  constexpr int W = vec_width<T>();
+  constexpr std::int64_t kChunkUnits = kChunkBytes / 16;
   const std::int64_t grid = std::max(1, sm_count);
   const double budget = l2_reread_budget_bytes(device) / static_cast<double>(grid);
   const double row_bytes = static_cast<double>(cols) * sizeof(T) * kOps;
-  const std::int64_t chunks = std::max<std::int64_t>(1, (cols + kChunkElems - 1) / kChunkElems);
+  const std::int64_t most = cols / W, fewest = fewest_units<T>(cols);
+  const std::int64_t chunks = std::max<std::int64_t>(1, (most + kChunkUnits - 1) / kChunkUnits);
   std::int64_t slices = std::max(static_cast<std::int64_t>(row_bytes / budget) + 1, (grid + rows - 1) / std::max<std::int64_t>(rows, 1));
   slices = std::clamp<std::int64_t>(slices, 1, std::min(grid, chunks));
-  const std::int64_t slice_len = (chunks + slices - 1) / slices * kChunkElems;
+  std::int64_t slice_units = (chunks + slices - 1) / slices * kChunkUnits;
+  slices = std::max<std::int64_t>(1, (most + slice_units - 1) / slice_units);
+  while (slices > 1 && (slices - 1) * slice_units >= fewest) {
+    --slices;
+    slice_units = (most + slices - 1) / slices;
+  }
   StreamLayout l{};
-  l.problem = {rows, cols, slice_len, static_cast<int>((cols + slice_len - 1) / slice_len)};
+  l.problem = {rows, cols, slice_units, static_cast<int>(slices)};
   l.grid = static_cast<int>(grid);
   l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(1 + rows);
   l.partials_offset = (l.counters_bytes + 15) / 16 * 16;
@@ -341,12 +480,21 @@ bool split_row_streams(DType dtype, std::int64_t cols, int device) {
   int major = 0, minor = 0;
   CP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  const std::int64_t unit = 16 / static_cast<std::int64_t>(dtype_size(dtype));
-  return major == 9 && minor == 0 && cols > 0 && cols % unit == 0;
+  std::int64_t units = 0;
+  CP_DISPATCH_FLOAT_TYPES(dtype, T, { units = fewest_units<T>(cols); })
+  return major == 9 && minor == 0 && units >= 1;
 }
 
 bool split_row_streams(const RowOperands& op, int device) {
-  return op.aligned && op.rows > 0 && split_row_streams(op.dtype, op.cols, device);
+  // Every operand's rows must sit at the same offset from a 16-byte boundary as the first input's,
+  // so one row geometry (head, units, tail) holds for all of them.
+  const std::int64_t size = static_cast<std::int64_t>(dtype_size(op.dtype));
+  const auto phase = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16; };
+  const auto same_phase = [&](const void* p, std::int64_t stride) {
+    return phase(p) == phase(op.in0) && (op.rows <= 1 || (stride * size) % 16 == (op.in0_stride * size) % 16);
+  };
+  return op.rows > 0 && same_phase(op.out, op.out_stride) && (op.in1 == nullptr || same_phase(op.in1, op.in1_stride)) &&
+         split_row_streams(op.dtype, op.cols, device);
 }
 
 std::size_t split_row_stream_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device,
