@@ -124,23 +124,21 @@ def _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_
 @triton.jit
 def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
     """sum(y * dy) over [start, stop) in fp32, lane-wise accumulation then one reduction.
-    Software-pipelined (module docstring, "Bytes in flight, backward"); the copies zero-fill masked lanes,
-    which is what they need here."""
+    Software-pipelined when STAGES is set (module docstring, "Bytes in flight, backward")."""
     acc = tl.zeros([BLOCK_N], tl.float32)
     for tile in tl.range(start, stop, BLOCK_N, num_stages=STAGES):
         col = tile + tl.arange(0, BLOCK_N)
         mask = col < stop
-        y = tl.load(y_row + col, mask=mask, eviction_policy="evict_last").to(tl.float32)
-        dy = tl.load(dy_row + col, mask=mask, eviction_policy="evict_last").to(tl.float32)
-        acc += tl.where(mask, y * dy, 0.0)
+        y = tl.load(y_row + col, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        dy = tl.load(dy_row + col, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        acc += y * dy
     return tl.sum(acc, axis=0)
 
 
 @triton.jit
 def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.constexpr, STREAM_STORES: tl.constexpr):
     """dx_row[start:stop] = y * (dy - dot), last tile first (it is the freshest in L2). STREAM_STORES: .cs
-    (evict-first) stores, for 16-byte rows only: on unaligned rows the stores are scalar, and streaming
-    partial sectors out of L2 measured 0.56 -> 0.38 at fp32 2048x50257 (c4e6f04)."""
+    (evict-first) stores, for 16-byte rows only: unaligned rows keep main's plain stores (their PTX is main's)."""
     tiles = tl.cdiv(stop - start, BLOCK_N)
     for i in range(0, tiles):
         col = start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -282,7 +280,9 @@ class LaunchConfig(NamedTuple):
     block_n: int     # columns per tile
     num_warps: int
     rows: int        # rows per program (warp_per_row only)
-    stages: int = 1  # software-pipeline depth of the streaming first pass (block_online, split_row kernel 1)
+    # software-pipeline depth of the backward's streaming first pass (block_online, split_row kernel 1);
+    # None: the loop as Triton compiles it by default (no async copies for these loads)
+    stages: int | None = None
     per_sm: int = 1  # programs of the persistent grids one SM holds at once (registers, shared memory, warps)
     maxnreg: int | None = None  # ptxas register cap per thread (Triton's maxnreg launch option); None: ptxas picks
     stream_stores: bool = False  # backward: evict-first (.cs) output stores (_grad_span_reversed)
@@ -314,8 +314,9 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     if direction == "fwd" or not aligned:
         # Forward streams without the pipeline: measured at e7fb008, the pipelined forward lost
         # 0.03-0.11x of copy (one program per SM held fewer bytes in flight than several plain ones).
-        # So do unaligned rows: their fp32 pipeline is 4-byte cp.async, measured 0.56 -> 0.49 at
-        # 2048x50257 backward (fb4210d), and 16-bit ones get no async copies at all.
+        # So do unaligned rows, with main's loop and stores: their fp32 pipeline is 4-byte cp.async,
+        # measured 0.56 -> 0.49 at 2048x50257 backward (fb4210d; 0.37 with a num_stages=1 loop,
+        # tl.where for the masked lanes and plain stores, 14ebdd9), and 16-bit ones get no async copies.
         return LaunchConfig(block_n, num_warps, 1, per_sm=max(1, 64 // num_warps))
     operands = 2
     stages = max(2, min(MAX_STAGES, 1 + STREAM_BYTES_AHEAD // (block_n * dtype.itemsize * operands)))
