@@ -1,5 +1,6 @@
 // Validation cases for softmax (every plan x dtype, forward and backward) against a float64 CPU
 // reference computed from the same stored (rounded) inputs.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -49,16 +50,18 @@ class SoftmaxCase final : public Case {
     b_host_ = HostTensor(dtype_, n);
     out_host_ = HostTensor(dtype_, n);
     if (backward_) {
-      // y: each row a distribution, as a softmax output is. Rows of uniform [0, 1) values summing
-      // to ~cols/2 made sum(y * dy) a random walk of size ~sqrt(cols) that could land near dy, so
-      // the fp32 rounding of the dot (relative to sum |y * dy|) exceeded the tolerance on some seeds
-      // (2x131075: 4.5e-5).
+      // y: uniform, each row scaled to a mean of 1/cols (a distribution, as a softmax output is)
+      // or, in fp16, 2^-10 (1/cols would be subnormal past ~16K columns). Unscaled uniform [0, 1)
+      // rows made sum(y * dy) a random walk of ~sqrt(cols) against sum |y * dy| ~ cols/4: the
+      // fp32 rounding of the dot then exceeded the tolerance on some seeds (2x131075: 4.5e-5).
       a_host_.fill_uniform(rng, 0.0f, 1.0f);
+      const double mean = std::min(0.5, dtype_ == DType::F16 ? 1.0 / 1024 : 1.0 / static_cast<double>(cols_));
       for (std::int64_t r = 0; r < rows_; ++r) {
         const std::size_t row = static_cast<std::size_t>(r * stride_);
         double sum = 0.0;
         for (std::int64_t c = 0; c < cols_; ++c) sum += a_host_.get(row + c);
-        for (std::int64_t c = 0; c < cols_; ++c) a_host_.set(row + c, static_cast<float>(a_host_.get(row + c) / sum));
+        const double scale = sum > 0.0 ? mean * static_cast<double>(cols_) / sum : 1.0;
+        for (std::int64_t c = 0; c < cols_; ++c) a_host_.set(row + c, static_cast<float>(a_host_.get(row + c) * scale));
       }
       b_host_.fill_uniform(rng, -1.0f, 1.0f);  // dy
     } else {
