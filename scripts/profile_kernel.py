@@ -3,6 +3,8 @@
 
     nsys profile --capture-range=cudaProfilerApi -o softmax python scripts/profile_kernel.py --op softmax
     ncu --profile-from-start off --nvtx python scripts/profile_kernel.py --op matmul --iters 1
+    ncu --profile-from-start off python scripts/profile_kernel.py --op matmul --dtype bf16 --shape 128x8192x8192 \
+        --backend cuda --with-torch --iters 1     (our kernel beside cuBLAS's: ncu names cuBLAS's tile config)
 
 Correctness first: every variant is validated against float64 PyTorch, then launched twice more so
 that Triton compiles and autotunes, all before torch.cuda.profiler.start(); only the launches under
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from types import SimpleNamespace
 
 import torch
 
@@ -26,6 +29,8 @@ def main(argv=None) -> int:
                         help="softmax plan / matmul kernel: a name, 'auto' (the backend's choice) or 'all'")
     parser.add_argument("--direction", default="fwd", choices=("fwd", "bwd", "both"), help="softmax only")
     parser.add_argument("--iters", type=int, default=10, help="launches per variant inside the range (default 10)")
+    parser.add_argument("--with-torch", action="store_true",
+                        help="also profile the torch op on its own inputs (torch.matmul: cuBLAS; torch.softmax)")
     args = parser.parse_args(argv)
     dtype, shape = common.case_dtype_and_shape(parser, args)
     if args.iters < 1:
@@ -49,6 +54,12 @@ def main(argv=None) -> int:
             case.launch()  # warm-up: compilation and autotuning stay outside the capture range
             case.launch()
             cases.append(case)
+    if args.with_torch and args.op != "copy":
+        for direction in directions:
+            peer = torch_peer(args.op, direction, dtype, shape)
+            peer.launch()
+            peer.launch()
+            cases.append(peer)
     torch.cuda.synchronize()
     if not cases:
         print("profile_kernel.py: nothing to profile", file=sys.stderr)
@@ -64,6 +75,21 @@ def main(argv=None) -> int:
     print(f"profiled {len(cases)} variant(s) x {args.iters} launch(es) between cudaProfilerStart/Stop"
           + (f"; {failed} failed validation and were left out" if failed else ""))
     return 1 if failed else 0
+
+
+def torch_peer(op, direction, dtype, shape):
+    """The torch op itself on fresh inputs, with a label and launch() like a case (the reference, so not
+    validated): torch.matmul (cuBLAS), torch.softmax or its backward."""
+    if op == "matmul":
+        m, n, k = shape
+        a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
+        return SimpleNamespace(label=f"torch.matmul {m}x{n}x{k}", launch=lambda: torch.matmul(a, b))
+    x = torch.randn(shape, device="cuda").to(dtype)
+    if direction == "fwd":
+        return SimpleNamespace(label=f"torch.softmax fwd {shape[0]}x{shape[1]}", launch=lambda: torch.softmax(x, -1))
+    y, dy = torch.softmax(x, -1), torch.randn(shape, device="cuda").to(dtype)
+    return SimpleNamespace(label=f"torch.softmax bwd {shape[0]}x{shape[1]}",
+                           launch=lambda: torch._softmax_backward_data(dy, y, -1, dtype))
 
 
 def build_cases(op, backend, plan, directions, dtype, shape):
