@@ -1,0 +1,96 @@
+"""CPU tier: a model of the streamed split_row's producer/consumer protocol cannot deadlock.
+
+csrc/softmax/softmax_split_row_stream_sm90a.cu, per block of a persistent grid: a producer takes job
+tickets (row, slice) in order and pushes each job's chunks into an S-stage ring, pass 1 then pass 2;
+the consumers fold pass 1, publish the slice's statistics, wait until every slice of the row has
+published (the exchange), then read pass 2. With several slices per row the producer takes its next
+ticket only once its consumers are past the job's exchange. This model runs the blocks under random
+interleavings and checks that every block reaches the end of its stream. The negative control drops
+that wait, as v10 did: a producer whose slice fits the ring can then queue the same row's next slice
+behind the one waiting for it, and some schedule deadlocks, so the test can fail. (A model of the
+design, not of the PTX: a change to the kernel's stream order or exchange belongs here too.)
+"""
+import random
+import unittest
+
+GRID = 132
+
+
+def run_protocol(rows, slices, chunks_per_slice, stages, seed, wait_for_exchange=True):
+    """True when every block finishes; False when no agent can move (deadlock)."""
+    rnd = random.Random(seed)
+    jobs, next_ticket = rows * slices, 0
+    arrivals = [0] * rows
+    rings = [[] for _ in range(GRID)]
+    queued = [[] for _ in range(GRID)]  # the producer's items not yet in the ring
+    exchanges_passed = [0] * GRID       # the `exchanged` mbarrier's completed phases
+    jobs_taken = [0] * GRID
+    producer_done, finished = [False] * GRID, [False] * GRID
+
+    while not all(finished):
+        progressed = False
+        for agent in rnd.sample(range(2 * GRID), 2 * GRID):
+            b = agent % GRID
+            if agent < GRID:  # the producer thread of block b
+                if producer_done[b]:
+                    continue
+                if not queued[b]:
+                    if wait_for_exchange and slices > 1 and exchanges_passed[b] < jobs_taken[b]:
+                        continue
+                    ticket, next_ticket = next_ticket, next_ticket + 1
+                    if ticket >= jobs:
+                        queued[b] = ["end"]
+                    else:
+                        job = divmod(ticket, slices)
+                        queued[b] = [(job, p, i) for p in (0, 1) for i in range(chunks_per_slice)]
+                        jobs_taken[b] += 1
+                if len(rings[b]) >= stages:
+                    continue
+                item = queued[b].pop(0)
+                rings[b].append(item)
+                producer_done[b] = item == "end"
+                progressed = True
+            else:  # the consumer warps of block b
+                if finished[b] or not rings[b]:
+                    continue
+                item = rings[b][0]
+                if item == "end":
+                    finished[b] = True
+                else:
+                    (row, _), pass_, i = item
+                    if pass_ == 1 and i == 0:
+                        if arrivals[row] < slices:
+                            continue  # the exchange: wait for the row's other slices
+                        exchanges_passed[b] += 1
+                    if pass_ == 0 and i == chunks_per_slice - 1:
+                        arrivals[row] += 1  # publish this slice's statistics
+                rings[b].pop(0)
+                progressed = True
+        if not progressed:
+            return False
+    return True
+
+
+class SplitRowProtocolTest(unittest.TestCase):
+    CASES = [  # rows, slices, 16 KiB chunks per slice, ring stages (forward 12, backward 6)
+        (5, 27, 1, 12),    # 5x70000-like: 135 tickets, slices far shorter than the ring
+        (37, 4, 8, 12),    # fp32 37x131072 forward: 148 tickets, 8-chunk slices
+        (64, 6, 6, 6),     # session 6's hang: 1024x131072 backward at 6 slices, slice = ring
+        (8, 16, 16, 12),   # fp32 32x1M forward: slices longer than the ring
+        (1, GRID, 2, 12),  # one row over every block
+        (300, 1, 3, 6),    # one slice per row: no exchange
+    ]
+
+    def test_every_block_reaches_the_end(self):
+        for rows, slices, chunks, stages in self.CASES:
+            for seed in range(3):
+                with self.subTest(rows=rows, slices=slices, chunks=chunks, stages=stages, seed=seed):
+                    self.assertTrue(run_protocol(rows, slices, chunks, stages, seed))
+
+    def test_negative_control_without_the_exchange_wait_deadlocks(self):
+        outcomes = [run_protocol(5, 27, 1, 12, seed, wait_for_exchange=False) for seed in range(10)]
+        self.assertIn(False, outcomes, "no schedule deadlocked without the wait: the model cannot catch the bug")
+
+
+if __name__ == "__main__":
+    unittest.main()
