@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "common/cuda_check.h"
+#include "common/device.h"
 #include "gemm/gemm_versions.h"
 
 namespace cp {
@@ -82,17 +83,6 @@ std::string tma_operand_reason(const char* what, const void* data, std::int64_t 
   return "";
 }
 
-void device_capability(int device, int& major, int& minor) {
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-}
-
-int sm_count(int device) {
-  int n = 0;
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-  return n;
-}
-
 std::string version_reason(Version v, const std::string& name, DType dtype, const ConstMatrixView& a,
                            const ConstMatrixView& b, const MatrixView& c, int device) {
   const std::size_t es = dtype_size(dtype);
@@ -103,11 +93,10 @@ std::string version_reason(Version v, const std::string& name, DType dtype, cons
       return "";
     case Version::MmaSync: {
       if (dtype == DType::F32) return "mma_sync supports float16 and bfloat16, not float32";
-      int major = 0, minor = 0;
-      device_capability(device, major, minor);
-      if (major < 8)
-        return "mma_sync needs sm_80 or newer (bf16 mma.sync, cp.async); device is sm_" + std::to_string(major) +
-               std::to_string(minor);
+      const ComputeCapability cc = compute_capability(device);
+      if (cc.major < 8)
+        return "mma_sync needs sm_80 or newer (bf16 mma.sync, cp.async); device is sm_" + std::to_string(cc.major) +
+               std::to_string(cc.minor);
       std::string r = row_major_16b_reason("A", a.data, a.rows, a.cols, a.row_stride, a.col_stride, es);
       if (r.empty()) r = row_major_16b_reason("B", b.data, b.rows, b.cols, b.row_stride, b.col_stride, es);
       return r;
@@ -118,11 +107,10 @@ std::string version_reason(Version v, const std::string& name, DType dtype, cons
              "nvcc older than 12.0)";
 #else
       if (dtype == DType::F32) return "wgmma_tma supports float16 and bfloat16, not float32";
-      int major = 0, minor = 0;
-      device_capability(device, major, minor);
-      if (major != 9)
-        return "wgmma_tma needs an sm_90 GPU (Hopper: wgmma, TMA); device is sm_" + std::to_string(major) +
-               std::to_string(minor);
+      const ComputeCapability cc = compute_capability(device);
+      if (cc.major != 9)
+        return "wgmma_tma needs an sm_90 GPU (Hopper: wgmma, TMA); device is sm_" + std::to_string(cc.major) +
+               std::to_string(cc.minor);
       std::string r = tma_operand_reason("A", a.data, a.row_stride, a.col_stride, es);
       if (r.empty()) r = tma_operand_reason("B", b.data, b.row_stride, b.col_stride, es);
       return r;

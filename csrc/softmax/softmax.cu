@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/cuda_check.h"
+#include "common/device.h"
 #include "softmax/softmax_plans.h"
 
 namespace cp {
@@ -15,12 +16,6 @@ using softmax_detail::RowOperands;
 
 constexpr SoftmaxPlan kAllPlans[] = {SoftmaxPlan::WarpPerRow, SoftmaxPlan::BlockPerRow, SoftmaxPlan::BlockOnline,
                                      SoftmaxPlan::SplitRow, SoftmaxPlan::ClusterSplitRow};
-
-int sm_count_of(int device) {
-  int n = 0;
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-  return n;
-}
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 // 16-byte accesses need every row start aligned: the base pointer and (with > 1 row) the stride.
@@ -107,7 +102,7 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 // Off Hopper (no cluster plan) fp32 keeps block_per_row / block_online with enough rows.
 SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device,
                                 SoftmaxDirection direction) {
-  const std::int64_t sms = sm_count_of(device);
+  const std::int64_t sms = sm_count(device);
   const bool forward = direction == SoftmaxDirection::Forward;
   if (cols <= softmax_detail::kWarpPerRowMaxCols) {
     // Backward past 512 columns: warp_per_row's tiles (16 values each of y and dy per lane) no
@@ -174,7 +169,7 @@ std::string softmax_plan_unsupported(SoftmaxPlan plan, DType /*dtype*/, std::int
 
 std::size_t softmax_workspace_bytes(SoftmaxPlan plan, DType dtype, std::int64_t rows, std::int64_t cols, int device) {
   if (plan != SoftmaxPlan::SplitRow || rows <= 0 || cols <= 0) return 0;
-  return softmax_detail::split_row_workspace_bytes(dtype, rows, cols, device, sm_count_of(device));
+  return softmax_detail::split_row_workspace_bytes(dtype, rows, cols, device, sm_count(device));
 }
 
 void softmax_forward(SoftmaxPlan plan, DType dtype, ConstRowsView x, RowsView y, void* workspace,
@@ -187,7 +182,7 @@ void softmax_forward(SoftmaxPlan plan, DType dtype, ConstRowsView x, RowsView y,
   const RowOperands op{dtype, x.rows, x.cols, x.data, x.row_stride, nullptr, 0, y.data, y.row_stride,
                        rows_aligned16(x.data, x.rows, x.row_stride, dtype) &&
                            rows_aligned16(y.data, y.rows, y.row_stride, dtype)};
-  const LaunchContext ctx{stream, device, sm_count_of(device), workspace, workspace_bytes};
+  const LaunchContext ctx{stream, device, sm_count(device), workspace, workspace_bytes};
   switch (plan) {
     case SoftmaxPlan::WarpPerRow: softmax_detail::warp_per_row_forward(op, ctx); break;
     case SoftmaxPlan::BlockPerRow: softmax_detail::block_per_row_forward(op, ctx); break;
@@ -213,7 +208,7 @@ void softmax_backward(SoftmaxPlan plan, DType dtype, ConstRowsView y, ConstRowsV
                        rows_aligned16(y.data, y.rows, y.row_stride, dtype) &&
                            rows_aligned16(dy.data, dy.rows, dy.row_stride, dtype) &&
                            rows_aligned16(dx.data, dx.rows, dx.row_stride, dtype)};
-  const LaunchContext ctx{stream, device, sm_count_of(device), workspace, workspace_bytes};
+  const LaunchContext ctx{stream, device, sm_count(device), workspace, workspace_bytes};
   switch (plan) {
     case SoftmaxPlan::WarpPerRow: softmax_detail::warp_per_row_backward(op, ctx); break;
     case SoftmaxPlan::BlockPerRow: softmax_detail::block_per_row_backward(op, ctx); break;

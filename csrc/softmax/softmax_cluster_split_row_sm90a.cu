@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/cuda_check.h"
+#include "common/device.h"
 #include "common/dispatch.h"
 #include "softmax/softmax_plans.h"
 #include "softmax/softmax_segment.cuh"
@@ -122,12 +123,10 @@ void launch_cluster(Kernel kernel, const ClusterShape& s, std::int64_t rows, cud
 }  // namespace
 
 std::string cluster_split_row_unsupported(int device) {
-  int major = 0, minor = 0;
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major != 9 || minor != 0)
+  const ComputeCapability cc = compute_capability(device);
+  if (cc.major != 9 || cc.minor != 0)
     return "needs an sm_90 GPU (thread-block clusters + distributed shared memory, compiled for sm_90a); device " +
-           std::to_string(device) + " is sm_" + std::to_string(major) + std::to_string(minor);
+           std::to_string(device) + " is sm_" + std::to_string(cc.major) + std::to_string(cc.minor);
   return "";
 }
 

@@ -39,6 +39,7 @@
 #include <string>
 
 #include "common/cuda_check.h"
+#include "common/device.h"
 #include "common/dispatch.h"
 #include "common/hopper_async.cuh"
 #include "softmax/softmax_plans.h"
@@ -477,12 +478,10 @@ V* partials_in(const LaunchContext& ctx, const StreamLayout& l) {
 }  // namespace
 
 bool split_row_streams(DType dtype, std::int64_t cols, int device) {
-  int major = 0, minor = 0;
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const ComputeCapability cc = compute_capability(device);
   std::int64_t units = 0;
   CP_DISPATCH_FLOAT_TYPES(dtype, T, { units = fewest_units<T>(cols); })
-  return major == 9 && minor == 0 && units >= 1;
+  return cc.major == 9 && cc.minor == 0 && units >= 1;
 }
 
 bool split_row_streams(const RowOperands& op, int device) {

@@ -138,7 +138,7 @@ def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr, STAGES: tl.cons
 @triton.jit
 def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.constexpr, STREAM_STORES: tl.constexpr):
     """dx_row[start:stop] = y * (dy - dot), last tile first (it is the freshest in L2). STREAM_STORES: .cs
-    (evict-first) stores, for 16-byte rows only: unaligned rows keep main's plain stores (their PTX is main's)."""
+    (evict-first) stores, for 16-byte rows only (launch_config: unaligned rows keep the plain loop and stores)."""
     tiles = tl.cdiv(stop - start, BLOCK_N)
     for i in range(0, tiles):
         col = start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -314,7 +314,7 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     if direction == "fwd" or not aligned:
         # Forward streams without the pipeline: measured at e7fb008, the pipelined forward lost
         # 0.03-0.11x of copy (one program per SM held fewer bytes in flight than several plain ones).
-        # So do unaligned rows, with main's loop and stores: their fp32 pipeline is 4-byte cp.async,
+        # So do unaligned rows, with the plain loop and stores: their fp32 pipeline is 4-byte cp.async,
         # measured 0.56 -> 0.49 at 2048x50257 backward (fb4210d; 0.37 with a num_stages=1 loop,
         # tl.where for the masked lanes and plain stores, 14ebdd9), and 16-bit ones get no async copies.
         return LaunchConfig(block_n, num_warps, 1, per_sm=max(1, 64 // num_warps))
@@ -325,7 +325,8 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         return LaunchConfig(block_n, num_warps, 1, min(stages, chunk_tiles + 1) if chunk_tiles > 1 else 1,
                             stream_stores=True)
     share = REGISTERS_PER_SM // (32 * num_warps * STREAM_PROGRAMS_PER_SM)
-    return LaunchConfig(block_n, num_warps, 1, stages, STREAM_PROGRAMS_PER_SM, share if share < 255 else None, True)
+    return LaunchConfig(block_n, num_warps, 1, stages, STREAM_PROGRAMS_PER_SM, share if share < 255 else None,
+                        stream_stores=True)
 
 
 @functools.lru_cache(maxsize=None)
