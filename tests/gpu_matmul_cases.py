@@ -106,12 +106,13 @@ class MatmulGpuTest(GpuTestCase):
             module.check_kernel("wgmma_tma", probe, probe, False)
         except ValueError as exc:
             self.skipTest(f"wgmma_tma does not run on this GPU: {exc}")
-        # All split K on a GPU with >= 64 SMs (<= 32 output tiles of 128x256). 129x257: C rows not
-        # 16-byte aligned (direct stores; B column-major so that its TMA stride stays 16-byte
-        # aligned); 129x264: TMA stores; both clipped in M and N.
+        # All split K on a GPU with >= 64 SMs (<= 32 output tiles of 128x256). 128x2048: one tile
+        # row too few 64-wide tiles for the narrow configuration (128x8192 takes it: see the test
+        # below). 129x257: C rows not 16-byte aligned (direct stores; B column-major so that its
+        # TMA stride stays 16-byte aligned); 129x264: TMA stores; both clipped in M and N.
         for m, n, k, b_column_major in (
             (1024, 1024, 16384, False),
-            (128, 8192, 8192, False),
+            (128, 2048, 8192, False),
             (129, 257, 1024, True),
             (129, 264, 1024, False),
         ):
@@ -146,6 +147,47 @@ class MatmulGpuTest(GpuTestCase):
                         graph.replay()
                         torch.cuda.synchronize()
                         self.assertTrue(torch.equal(graph_out, outs[0]), f"{what}: graph replay {i} differs")
+
+    def test_wgmma_tma_narrow_tiles_for_small_m(self):
+        """M <= 128 and at least 0.9 x #SMs 64-wide tiles: wgmma_tma runs 128x64 tiles, 8 stages, no
+        split K (so no workspace). Every operand layout, both epilogues (TMA stores; direct stores
+        when C's rows are not 16-byte aligned), M and N clipped, both 16-bit dtypes, and the same
+        bits run to run."""
+        from cuda_portfolio.native import DTYPE_NAMES, native_module
+
+        module = backend_module("cuda")
+        try:
+            probe = self.operand(128, 128, torch.bfloat16)
+            module.check_kernel("wgmma_tma", probe, probe, False)
+        except ValueError as exc:
+            self.skipTest(f"wgmma_tma does not run on this GPU: {exc}")
+        device = torch.cuda.current_device()
+        fill = 64 * torch.cuda.get_device_properties(device).multi_processor_count  # one 64-wide tile per SM
+        # (M, N, K, A column-major, B column-major); a column-major operand needs its stride (M or
+        # K) a multiple of 8, a row-major one its row (K or N); N = fill - 5 leaves C's rows
+        # unaligned (direct stores).
+        for m, n, k, a_cm, b_cm in (
+            (128, fill, 8192, False, False),  # the 128x8192x8192 benchmark case, at this GPU's width
+            (77, fill + 8, 520, False, False),
+            (100, fill - 5, 264, False, True),
+            (120, fill, 512, True, False),
+            (64, fill + 64, 136, True, True),
+        ):
+            for dtype in (torch.bfloat16, torch.float16):
+                what = f"cuda/wgmma_tma narrow {dtype} {m}x{n}x{k} a_cm={a_cm} b_cm={b_cm}"
+                with self.subTest(what):
+                    a, b = self.operand(m, k, dtype, a_cm), self.operand(k, n, dtype, b_cm)
+                    module.check_kernel("wgmma_tma", a, b, False)  # a refusal here is a failure
+                    workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
+                    self.assertEqual(workspace, 0, f"{what}: K is split")
+                    outs = []
+                    for _ in range(2):
+                        out = poisoned_like(torch.empty(m, n, dtype=dtype, device="cuda"))
+                        module.matmul(a, b, out, "wgmma_tma", False)
+                        outs.append(out)
+                    torch.cuda.synchronize()
+                    self.assertClose(outs[0], a.double() @ b.double(), TOLERANCE[dtype], what)
+                    self.assertTrue(torch.equal(outs[1], outs[0]), f"{what}: run 1 differs from run 0")
 
     def test_public_api_auto_batched_forward_backward(self):
         for backend in ("auto", "cuda", "triton"):

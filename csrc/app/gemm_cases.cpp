@@ -2,7 +2,8 @@
 // and 1024-class shapes, row-major operands. The float64 CPU reference is computed once per
 // (dtype, shape) per run and shared by the versions (a 1024^3 reference is ~2 GFLOP).
 // One kernel launch per case; wgmma_tma splitting K (1024^3: 4 slices) first zeroes its tile
-// counters with a memset.
+// counters with a memset. 100x8456x520 (133 tiles 64 wide) takes wgmma_tma's 128 x 64 tiles on
+// GPUs of up to 147 SMs.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -104,7 +105,8 @@ void add_gemm_cases(CaseList& cases, int device) {
   // SIMT versions take any shape; the tensor-core versions need K and N multiples of 8 (16-byte
   // rows for cp.async / TMA) but not of the tile.
   const std::vector<Shape> simt_shapes = {{33, 47, 65}, {129, 257, 1023}, {256, 256, 256}, {1024, 1024, 1024}};
-  const std::vector<Shape> tensor_core_shapes = {{33, 40, 72}, {129, 264, 1024}, {256, 256, 256}, {1024, 1024, 1024}};
+  const std::vector<Shape> tensor_core_shapes = {
+      {33, 40, 72}, {129, 264, 1024}, {256, 256, 256}, {1024, 1024, 1024}, {100, 8456, 520}};
   std::map<std::tuple<DType, std::int64_t, std::int64_t, std::int64_t>, std::shared_ptr<GemmProblem>> problems;
   auto problem = [&](DType t, const Shape& s) {
     auto& p = problems[{t, std::get<0>(s), std::get<1>(s), std::get<2>(s)}];

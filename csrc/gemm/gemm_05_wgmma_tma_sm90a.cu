@@ -1,40 +1,53 @@
-// Version 5, Hopper (sm_90a): TMA -> 4-stage shared-memory ring on mbarriers -> wgmma,
-// warp-specialised and persistent. fp16/bf16 in, fp32 accumulate.
+// Version 5, Hopper (sm_90a): TMA -> shared-memory stage ring on mbarriers -> wgmma,
+// warp-specialised and persistent. fp16/bf16 in, fp32 accumulate. One kernel, two tile widths
+// (template parameter kBN, chosen per call by tile_plan()):
+//  - 128 x 256 tiles, 4 stages of 48 KiB, wgmma.m64n256k16: every shape but the next.
+//  - 128 x 64 tiles, 8 stages of 24 KiB, wgmma.m64n64k16, no split K: M <= 128 with at least
+//    ~0.9 x #SMs 64-wide tiles (e.g. 128x8192x8192), where 128 x 256 tiles needed split K.
 // Plan: 384 threads = 3 warpgroups. Warpgroup 0 is the producer: after setmaxnreg drops it to
 // 40 registers, one thread walks this block's work units and, per 64-wide K block, waits for
 // a free stage (`empty` mbarrier), arms the stage's `full` mbarrier with the byte count and
-// issues the TMA loads of a 128x64 A tile and a 64x256 B tile (128-byte swizzle, zero fill
+// issues the TMA loads of a 128x64 A tile and a 64 x BN B tile (128-byte swizzle, zero fill
 // past the matrix edge, so any M, N, K). Warpgroups 1 and 2 are consumers (setmaxnreg 232):
-// each owns 64 rows of the 128x256 output tile, 128 fp32 accumulators per thread, and per
-// K block waits on `full`, issues 4 wgmma.m64n256k16 reading both operands from shared
-// memory through matrix descriptors, and keeps that group in flight while it waits for the next
-// stage: the previous group's completion (wgmma.wait_group 1) releases the previous stage (`empty`).
+// each owns 64 rows of the 128 x BN output tile, BN / 2 fp32 accumulators per thread (128 or
+// 32), and per K block waits on `full`, issues 4 wgmma.m64nBNk16 reading both operands from
+// shared memory through matrix descriptors, and keeps that group in flight while it waits for
+// the next stage: the previous group's completion (wgmma.wait_group 1) releases the previous
+// stage (`empty`).
 // Each operand may be K-major or MN-major (row- or column-major in memory, no copy): the
 // tensor map's box and the descriptor's strides follow the layout and the wgmma transpose
 // bit says which. Persistent: grid = min(#SMs, work units), units visited in grouped order
-// (8 tile-rows at a time) for L2 reuse. Few output tiles and long K (e.g. 1024x1024x16384)
-// split K across blocks (S <= 16 slices of >= 4 K blocks; tiles x S <= #SMs, so each block gets
-// one unit, though nothing below relies on that) and reduce the slices inside this kernel (fold_splits): the first S - 1 blocks of a
-// tile to finish store their fp32 partial tile to the workspace and publish it on the tile's
-// counter (release); the last to finish (ticket S - 1) waits for those S - 1 publications
-// (acquire; they come from blocks already running) and adds the partials in split order
-// 0..S-1 with its own at its index, so the result does not depend on the arrival order, then
-// runs the normal epilogue. Partial traffic per tile: S - 1 tiles written and read back in L2.
+// (8 tile-rows at a time) for L2 reuse. Few 128 x 256 output tiles and long K (e.g.
+// 1024x1024x16384) split K across blocks (S <= 16 slices of >= 4 K blocks; tiles x S <= #SMs, so
+// each block gets one unit, though nothing below relies on that; the host never splits 128 x 64
+// tiles, but the kernel would fold them the same way) and reduce the slices inside this kernel
+// (fold_splits): the first S - 1 blocks of a tile to finish store their fp32 partial tile to the
+// workspace and publish it on the tile's counter (release); the last to finish (ticket S - 1)
+// waits for those S - 1 publications (acquire; they come from blocks already running) and adds
+// the partials in split order 0..S-1 with its own at its index, so the result does not depend
+// on the arrival order, then runs the normal epilogue. Partial traffic per tile: S - 1 tiles written and read back in L2.
 // The host zeroes the tile counters before each launch (a memset node: the workspace is the
 // caller's and holds anything; graph capture keeps working).
-// Epilogue (C 16-byte aligned): each consumer rounds its 64 x 256 accumulators to T
-// into a 16 KiB shared buffer, one 128-column half at a time (two 64 x 64 boxes, 128-byte
-// swizzle, conflict-free 4-byte stores), and one thread issues TMA stores that clip at the
-// matrix edge; the last ones stay in flight while the next tile's MMAs start. Otherwise
-// (misaligned C) the accumulators are stored straight from registers, masked at the edges.
-// Shared memory: 4 stages x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue = 224 KiB, + 1 KiB of
-// alignment slack = 225 KiB dynamic (of 227), + 80 B static (barriers, split ticket). The
-// folding block stashes its own partial, 32 accumulators at a time, in its epilogue buffer.
-// Expected bound: tensor-core issue, ~0.85-1.0x cuBLAS bf16 (600-730 TFLOP/s on H200) on large
-// shapes; one consumer's epilogue still stalls its own next tile, which ping-pong consumers
-// (two tiles in flight) and 2-CTA clusters with TMA multicast would still remove. Split-K
-// shapes: the K loop (L2- or DRAM-bound: 128 blocks each stream their own A and B slices) plus
-// a tail of one partial store and one (S - 1)-partial fold on the last block of each tile.
+// Epilogue (C 16-byte aligned): each consumer rounds its 64 x BN accumulators to T into a
+// shared buffer of 64 x 64 boxes (128-byte swizzle, conflict-free 4-byte stores), two boxes (a
+// 128-column half) at a time at BN = 256, its one box at BN = 64, and one thread issues TMA
+// stores that clip at the matrix edge; the last ones stay in flight while the next tile's MMAs
+// start. Otherwise (misaligned C) the accumulators are stored straight from registers, masked at
+// the edges.
+// Shared memory (both <= 227 KiB, static_assert in TileConfig), a 192 KiB stage ring either way:
+//   BN = 256: 4 x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue + 1 KiB alignment slack = 225 KiB
+//             dynamic, + 80 B static (barriers, split ticket);
+//   BN = 64:  8 x (16 KiB A + 8 KiB B) + 2 x 8 KiB epilogue + 1 KiB = 209 KiB, + 144 B static.
+// The folding block stashes its own partial, 32 (BN = 256) or 16 (BN = 64) accumulators at a
+// time, in its epilogue buffer.
+// Expected bound: 128 x 256 tiles: tensor-core issue, ~0.85-1.0x cuBLAS bf16 (600-730 TFLOP/s on
+// H200) on large shapes; one consumer's epilogue still stalls its own next tile, which ping-pong
+// consumers (two tiles in flight) and 2-CTA clusters with TMA multicast would still remove.
+// Split-K shapes: the K loop (L2- or DRAM-bound: 128 blocks each stream their own A and B slices)
+// plus a tail of one partial store and one (S - 1)-partial fold on the last block of each tile.
+// 128 x 64 tiles: DRAM, reading B once (128 MiB at 128x8192x8192: ~32 us at the 4.26 TB/s copy
+// ceiling; cuBLAS's 128 x 64, 8-stage kernel takes 37.2 us); every block also re-reads all of A
+// from L2 (no cluster multicast).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -55,27 +68,46 @@ namespace {
 
 using namespace cp::hopper;  // mbarriers, named barriers, smem_addr
 
-constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
+constexpr int kBM = 128, kBK = 64;
 constexpr int kConsumers = 2, kThreads = 128 * (kConsumers + 1);
 constexpr int kGroupRows = 8;
 constexpr int kSwizzleElems = 64;                        // 128 bytes of 16-bit elements: one swizzle row
-constexpr int kATileBytes = kBM * kBK * 2, kBTileBytes = kBK * kBN * 2;
-constexpr int kStageBytes = kATileBytes + kBTileBytes;
-// Epilogue staging: per consumer, one 64(M) x 128(N) half of its 64 x 256 accumulator tile as two
-// 64 x 64 boxes with the 128-byte swizzle (what the TMA store reads).
-constexpr int kOutBoxBytes = 64 * kSwizzleElems * 2;
-constexpr int kOutBufBytes = 2 * kOutBoxBytes;
-constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * kOutBufBytes + 1024;  // + slack for 1024-byte alignment
+constexpr int kATileBytes = kBM * kBK * 2;
+constexpr int kRingBytes = 192 * 1024;                   // the stage ring, whatever the tile width
+constexpr int kOutBoxBytes = 64 * kSwizzleElems * 2;     // one 64 x 64 box of C, 128-byte swizzle
 constexpr int kMinKBlocksPerSplit = 4;
-// Split K: one split's fp32 partial tile in the workspace, and the per-tile counter word (low 16
-// bits: tickets taken, high 16 bits: partials published; splits <= 16).
-constexpr int kPartialFloats = kBM * kBN;
+// Split K: the per-tile counter word (low 16 bits: tickets taken, high 16 bits: partials
+// published; splits <= 16).
 constexpr unsigned kPublished = 1u << 16;
 constexpr std::size_t kCounterAlign = 256;  // the partials start 256-byte aligned after the counters
 constexpr int kSplitBarrier = 3;            // named barrier over both consumers (256 threads)
-constexpr int kFoldVecs = 8;                // float4 per thread per split in one step of the fold
-static_assert(kBN / 8 % kFoldVecs == 0, "the fold walks the 32 float4 of a thread in whole steps");
-static_assert(kFoldVecs * 128 * 16 <= kOutBufBytes, "a step's own partial (the stash) fits the epilogue buffer");
+
+// One tile configuration: a kBM x kBN output tile; everything sized by the tile width follows.
+template <int kBN_>
+struct TileConfig {
+  static constexpr int kBN = kBN_;
+  static_assert(kBN == 256 || kBN == 64, "wgmma wrappers exist for n256 and n64");
+  static constexpr int kAcc = kBN / 2;  // fp32 accumulators per consumer thread: 64 x kBN over 128 threads
+  static constexpr int kBTileBytes = kBK * kBN * 2;
+  static constexpr int kStageBytes = kATileBytes + kBTileBytes;
+  static constexpr int kStages = kRingBytes / kStageBytes;  // 4 at BN = 256, 8 at BN = 64
+  static_assert(kRingBytes % kStageBytes == 0, "whole stages fill the ring");
+  // Epilogue staging, per consumer: up to two 64 x 64 boxes of its 64 x kBN accumulator tile at a
+  // time (a 64 x 128 half at BN = 256, the whole 64 x 64 at BN = 64).
+  static constexpr int kOutBoxes = kBN / kSwizzleElems < 2 ? kBN / kSwizzleElems : 2;
+  static constexpr int kOutBufBytes = kOutBoxes * kOutBoxBytes;
+  // Dynamic shared memory: the ring, the epilogue buffers, and slack for the 1024-byte alignment.
+  static constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * kOutBufBytes + 1024;
+  static constexpr int kStaticSmemBytes = 2 * kStages * 8 + 16;  // full/empty mbarriers, split ticket (padded)
+  static_assert(kSmemBytes + kStaticSmemBytes <= 227 * 1024, "over the 227 KiB a block may use");
+  static constexpr int kPartialFloats = kBM * kBN;  // one split's fp32 partial tile in the workspace
+  // float4 per thread per split in one step of the fold: the stash of a step fills at most the
+  // epilogue buffer (8 at BN = 256, 4 at BN = 64).
+  static constexpr int kFoldVecs = kOutBufBytes / (128 * 16) < 8 ? kOutBufBytes / (128 * 16) : 8;
+  static_assert(kAcc / 4 % kFoldVecs == 0, "the fold walks a thread's float4 in whole steps");
+};
+using Wide = TileConfig<256>;
+using Narrow = TileConfig<64>;
 
 // ---- TMA tensor copies and wgmma wrappers (PTX; the mbarriers are in common/hopper_async.cuh) ----
 
@@ -159,9 +191,10 @@ __device__ __forceinline__ void wgmma_wait() {
 }
 
 // Tells the compiler the accumulators change here, so no read of them moves above a wait.
-__device__ __forceinline__ void fence_accumulators(float (&acc)[128]) {
+template <int kN>
+__device__ __forceinline__ void fence_accumulators(float (&acc)[kN]) {
 #pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+  for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
 
 // D(64x256, fp32) += A(64x16) * B(16x256), both from shared memory. kTransA / kTransB = 1 when
@@ -183,6 +216,34 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t 
 #undef CP_WGMMA_M64N256K16
 }
 
+// D(64x64, fp32) += A(64x16) * B(16x64), both from shared memory; as above.
+template <typename T, int kTransA, int kTransB>
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b) {
+  constexpr bool kHalf = std::is_same_v<T, __half>;
+#define CP_WGMMA_M64N64K16(TYPE)                                                                         \
+  asm volatile(                                                                                          \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                       \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %34, %35;\n}\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+      : "l"(desc_a), "l"(desc_b), "n"(kTransA), "n"(kTransB))
+  if constexpr (kHalf) {
+    CP_WGMMA_M64N64K16("f16");
+  } else {
+    CP_WGMMA_M64N64K16("bf16");
+  }
+#undef CP_WGMMA_M64N64K16
+}
+
+// One k16 step of a consumer's 64 x kBN tile: the wgmma of that width.
+template <typename T, int kBN, int kTransA, int kTransB>
+__device__ __forceinline__ void wgmma_k16(float (&d)[kBN / 2], std::uint64_t desc_a, std::uint64_t desc_b) {
+  if constexpr (kBN == 256) {
+    wgmma_m64n256k16<T, kTransA, kTransB>(d, desc_a, desc_b);
+  } else {
+    wgmma_m64n64k16<T, kTransA, kTransB>(d, desc_a, desc_b);
+  }
+}
+
 // ---- the kernel ----
 
 struct Problem {
@@ -195,6 +256,7 @@ struct WorkUnit {
   int m0, n0, kb_begin, kb_end, tile, split;
 };
 
+template <int kBN>
 __device__ __forceinline__ WorkUnit work_unit(const Problem& p, int unit) {
   const int tile = unit / p.splits, split = unit % p.splits;
   const int tiles_per_group = kGroupRows * p.tiles_n;
@@ -231,24 +293,26 @@ __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
   return static_cast<std::uint32_t>(ua) | (static_cast<std::uint32_t>(ub) << 16);
 }
 
-// Epilogue through shared memory and TMA: for each 128-column half of this consumer's 64 x 256
-// tile, its threads write the rounded accumulators into `buf` (two swizzled 64 x 64 boxes, 4-byte
-// stores, conflict-free: the 8 rows of a store land in 8 different 16-byte chunks), then one thread
-// issues the two TMA stores, which clip at the matrix edge. The last stores stay in flight while
-// the consumer starts its next tile; `buf` is rewritten only after they have read it.
-template <typename T>
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[128], unsigned char* buf, const CUtensorMap* map_c,
-                                               int m0, int n0, int consumer, int t) {
+// Epilogue through shared memory and TMA: this consumer's 64 x kBN tile goes out kOutBoxes
+// 64 x 64 boxes at a time (the two of a 128-column half at BN = 256, the one box at BN = 64). Per
+// pass its threads write the rounded accumulators into `buf` (swizzled boxes, 4-byte stores,
+// conflict-free: the 8 rows of a store land in 8 different 16-byte chunks), then one thread
+// issues the pass's TMA stores, which clip at the matrix edge. The last stores stay in flight
+// while the consumer starts its next tile; `buf` is rewritten only after they have read it.
+template <typename T, int kBN>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[kBN / 2], unsigned char* buf,
+                                               const CUtensorMap* map_c, int m0, int n0, int consumer, int t) {
+  constexpr int kBoxes = TileConfig<kBN>::kOutBoxes, kBlocks = 8 * kBoxes;  // per pass: boxes, 8-column blocks
   const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
   const int barrier = 1 + consumer;
   const std::uint32_t buf_addr = smem_addr(buf);
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
+  for (int pass = 0; pass < kBN / 8 / kBlocks; ++pass) {
     if (t == 0) bulk_wait_read();  // the previous TMA stores from buf are done reading it
     named_barrier(barrier, 128);
 #pragma unroll
-    for (int jl = 0; jl < 16; ++jl) {  // the 8-column blocks of this half
-      const int j = 16 * half + jl, box = jl / 8, chunk = jl % 8;
+    for (int jl = 0; jl < kBlocks; ++jl) {  // the 8-column blocks of this pass
+      const int j = kBlocks * pass + jl, box = jl / 8, chunk = jl % 8;
 #pragma unroll
       for (int upper = 0; upper < 2; ++upper) {  // rows g and g + 8 of this warp's 16
         const int row = warp * 16 + g + 8 * upper;
@@ -259,9 +323,10 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[128], unsigned
     fence_async_shared();
     named_barrier(barrier, 128);
     if (t == 0) {
-      const int row0 = m0 + consumer * 64, col0 = n0 + 128 * half;
-      tma_store_2d(map_c, buf, col0, row0);
-      tma_store_2d(map_c, buf + kOutBoxBytes, col0 + kSwizzleElems, row0);
+      const int row0 = m0 + consumer * 64;
+#pragma unroll
+      for (int box = 0; box < kBoxes; ++box)
+        tma_store_2d(map_c, buf + box * kOutBoxBytes, n0 + (kBoxes * pass + box) * kSwizzleElems, row0);
       bulk_commit();
     }
   }
@@ -270,17 +335,19 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[128], unsigned
 // Split K, called by both consumers once their accumulators hold this block's slice of the tile.
 // One thread (the leader) takes a ticket on the tile's counter. Blocks that are not the last to arrive
 // store their partial tile to their split's slot of the workspace, in the accumulator fragment
-// order (thread t's float4 j at [(consumer * 32 + j) * 128 + t]: a warp's store is 512 contiguous
-// bytes, and the reader, the same thread of another block, loads the same addresses, so no
-// edge masking), then publish it with a release increment. The block with the last ticket waits
+// order (thread t's float4 j at [(consumer * kBN / 8 + j) * 128 + t]: a warp's store is 512
+// contiguous bytes, and the reader, the same thread of another block, loads the same addresses,
+// so no edge masking), then publish it with a release increment. The block with the last ticket waits
 // until the splits that took tickets before it have published (they are running, with nothing
 // left but their stores: no wait on a block that may not be scheduled), then adds the partials in
 // split order 0..S-1 with its own registers at its own index: ((p0 + p1) + p2) + ..., the same
 // expression whatever the arrival order, so the result is bit-identical run to run. Returns true
 // in the block that now holds the whole sum (it runs the epilogue), false in the others.
-__device__ __forceinline__ bool fold_splits(float (&acc)[128], float* __restrict__ partials, unsigned* __restrict__ counters,
-                                            const Problem& p, const WorkUnit& w, int consumer, int t,
-                                            unsigned char* out_buf, unsigned& ticket) {
+template <int kBN>
+__device__ __forceinline__ bool fold_splits(float (&acc)[kBN / 2], float* __restrict__ partials,
+                                            unsigned* __restrict__ counters, const Problem& p, const WorkUnit& w,
+                                            int consumer, int t, unsigned char* out_buf, unsigned& ticket) {
+  constexpr int kPartialFloats = TileConfig<kBN>::kPartialFloats, kFoldVecs = TileConfig<kBN>::kFoldVecs;
   constexpr int kSlotVecs = kPartialFloats / 4;
   unsigned* counter = counters + w.tile;
   const bool leader = consumer == 0 && t == 0;
@@ -306,10 +373,10 @@ __device__ __forceinline__ bool fold_splits(float (&acc)[128], float* __restrict
     }
   }
   named_barrier(kSplitBarrier, 256);  // the leader's acquire precedes every thread's loads
-  // acc becomes the running sum, kFoldVecs float4 (32 accumulators) at a time. This block's own
-  // slice of the chunk waits in `stash` (this thread's 128 bytes of the consumer's epilogue
-  // buffer) until its turn; the next split's chunk is loaded while the current one is added, so
-  // 2 x 8 float4 loads per thread are in flight.
+  // acc becomes the running sum, kFoldVecs float4 (32 accumulators at BN = 256, 16 at BN = 64) at
+  // a time. This block's own slice of the chunk waits in `stash` (this thread's kFoldVecs x 16
+  // bytes of the consumer's epilogue buffer) until its turn; the next split's chunk is loaded
+  // while the current one is added, so 2 x kFoldVecs float4 loads per thread are in flight.
   const auto fetch = [&](const float4* chunk, int s, float4(&v)[kFoldVecs]) {
     if (s == w.split) {
 #pragma unroll
@@ -352,11 +419,13 @@ __device__ __forceinline__ bool fold_splits(float (&acc)[128], float* __restrict
   return true;
 }
 
-template <typename T, bool kAMnMajor, bool kBMnMajor>
+template <typename T, int kBN, bool kAMnMajor, bool kBMnMajor>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                           const __grid_constant__ CUtensorMap map_c, T* __restrict__ c, std::int64_t ldc,
                           float* __restrict__ partials, unsigned* __restrict__ counters, Problem p) {
+  using Cfg = TileConfig<kBN>;
+  constexpr int kStages = Cfg::kStages, kStageBytes = Cfg::kStageBytes;
   extern __shared__ unsigned char smem_raw[];
   // 128-byte swizzle atoms are 1024 bytes and must start 1024-byte aligned.
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
@@ -380,7 +449,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       int stage = 0;
       unsigned phase = 0;
       for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-        const WorkUnit w = work_unit(p, unit);
+        const WorkUnit w = work_unit<kBN>(p, unit);
         for (int kb = w.kb_begin; kb < w.kb_end; ++kb) {
           mbar_wait(&empty[stage], phase ^ 1);
           unsigned char* a_tile = smem + stage * kStageBytes;
@@ -393,10 +462,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           } else {  // one 64(K) x 128(M) box
             tma_load_2d(a_tile, &map_a, &full[stage], k0, w.m0);
           }
-          if constexpr (kBMnMajor) {  // four 64(N) x 64(K) boxes
+          if constexpr (kBMnMajor) {  // kBN / 64 boxes of 64(N) x 64(K)
             for (int i = 0; i < kBN / kSwizzleElems; ++i)
               tma_load_2d(b_tile + i * kSwizzleElems * kBK * 2, &map_b, &full[stage], w.n0 + i * kSwizzleElems, k0);
-          } else {  // one 64(K) x 256(N) box
+          } else {  // one 64(K) x kBN(N) box
             tma_load_2d(b_tile, &map_b, &full[stage], k0, w.n0);
           }
           if (++stage == kStages) stage = 0, phase ^= 1;
@@ -411,11 +480,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   int stage = 0;
   unsigned phase = 0;
-  float acc[128];
+  float acc[Cfg::kAcc];
   for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-    const WorkUnit w = work_unit(p, unit);
+    const WorkUnit w = work_unit<kBN>(p, unit);
 #pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < Cfg::kAcc; ++i) acc[i] = 0.0f;
     int held = -1;  // the stage the wgmma group still in flight reads
     for (int kb = w.kb_begin; kb < w.kb_end; ++kb) {
       mbar_wait(&full[stage], phase);
@@ -432,7 +501,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                       : make_desc(a_tile + consumer * 64 * 128 + kk * 32, 16);
         const std::uint64_t db = kBMnMajor ? make_desc(b_tile + kk * 16 * 128, kSwizzleElems * kBK * 2)
                                            : make_desc(b_tile + kk * 32, 16);
-        wgmma_m64n256k16<T, kAMnMajor ? 1 : 0, kBMnMajor ? 1 : 0>(acc, da, db);
+        wgmma_k16<T, kBN, kAMnMajor ? 1 : 0, kBMnMajor ? 1 : 0>(acc, da, db);
       }
       wgmma_commit();
       // Keep this K block's group in flight while the next stage is awaited: only the previous
@@ -446,13 +515,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_accumulators(acc);
     if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
 
-    unsigned char* out_buf = smem + kStages * kStageBytes + consumer * kOutBufBytes;
-    if (p.splits > 1 && !fold_splits(acc, partials, counters, p, w, consumer, t, out_buf, split_ticket)) continue;
+    unsigned char* out_buf = smem + kStages * kStageBytes + consumer * Cfg::kOutBufBytes;
+    if (p.splits > 1 && !fold_splits<kBN>(acc, partials, counters, p, w, consumer, t, out_buf, split_ticket)) continue;
 
     // Fragment layout of wgmma's D: warp w holds rows 16w..16w+15; per 8-column block j,
     // acc[4j + {0,1}] = (row g, cols 8j + 2q + {0,1}), acc[4j + {2,3}] = (row g + 8, same).
     if (p.tma_store) {
-      store_tile_tma<T>(acc, out_buf, &map_c, w.m0, w.n0, consumer, t);
+      store_tile_tma<T, kBN>(acc, out_buf, &map_c, w.m0, w.n0, consumer, t);
     } else {
       const int g = lane / 4, q = lane % 4;
       const int row0 = w.m0 + consumer * 64 + warp * 16 + g;
@@ -508,15 +577,31 @@ CUtensorMap make_tensor_map(CUtensorMapDataType type, const void* data, std::int
 bool a_is_mn_major(const ConstMatrixView& a) { return !(a.col_stride == 1 && (a.row_stride != 1 || a.cols > 1)); }
 bool b_is_mn_major(const ConstMatrixView& b) { return !(b.row_stride == 1 && (b.col_stride != 1 || b.rows > 1)); }
 
+// K split of the 128 x 256 configuration: few output tiles and long K spread K over the blocks.
 int split_count(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
-  const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN);
+  const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + Wide::kBN - 1) / Wide::kBN);
   const std::int64_t k_blocks = (k + kBK - 1) / kBK;
   if (tiles * 2 > sm_count) return 1;
   return static_cast<int>(std::max<std::int64_t>(1, std::min({sm_count / tiles, k_blocks / kMinKBlocksPerSplit,
                                                                std::int64_t{16}})));
 }
 
-template <typename T, bool kAMnMajor, bool kBMnMajor>
+// Tile width and K split of one call. One 128-row tile (M <= 128) with enough 64-wide tiles to
+// fill the GPU (>= ~0.9 x #SMs) takes 128 x 64 tiles, 8 stages, no split K: such shapes read B
+// once from DRAM and are bound there. At 128x8192x8192 bf16 on an H200 (ncu) the 128 x 256 tiles
+// needed split K 4 to reach 128 blocks and ran 47.5 us at 61% of DRAM throughput; cuBLAS's
+// 128 x 64 tiles, 8 stages, no split K (128 blocks, each over the whole K) ran 37.2 us at 78%.
+// Everything else keeps 128 x 256 tiles and split_count.
+struct TilePlan {
+  int bn, splits;
+};
+TilePlan tile_plan(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
+  const std::int64_t narrow_tiles = (n + Narrow::kBN - 1) / Narrow::kBN;
+  if (m <= kBM && narrow_tiles * 10 >= std::int64_t{9} * sm_count) return {Narrow::kBN, 1};
+  return {Wide::kBN, split_count(m, n, k, sm_count)};
+}
+
+template <typename T, int kBN, bool kAMnMajor, bool kBMnMajor>
 void launch(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
             unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
   const CUtensorMapDataType type =
@@ -528,25 +613,33 @@ void launch(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView
   // The output's map is used only by the TMA-store epilogue (aligned C); else it stays unset.
   CUtensorMap map_c{};
   if (p.tma_store) map_c = make_tensor_map(type, c.data, p.n, p.m, c.row_stride, 64);
-  auto kernel = gemm_wgmma_tma_kernel<T, kAMnMajor, kBMnMajor>;
+  auto kernel = gemm_wgmma_tma_kernel<T, kBN, kAMnMajor, kBMnMajor>;
+  constexpr int kSmemBytes = TileConfig<kBN>::kSmemBytes;
   CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, static_cast<T*>(c.data), c.row_stride,
                                                  partials, counters, p);
   CP_CHECK_LAUNCH("gemm_wgmma_tma_kernel");
 }
 
-template <typename T>
+template <typename T, int kBN>
 void dispatch_layouts(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
                       unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
   const bool a_mn = a_is_mn_major(a), b_mn = b_is_mn_major(b);
-  if (a_mn && b_mn) launch<T, true, true>(a, b, c, partials, counters, p, grid, stream);
-  else if (a_mn) launch<T, true, false>(a, b, c, partials, counters, p, grid, stream);
-  else if (b_mn) launch<T, false, true>(a, b, c, partials, counters, p, grid, stream);
-  else launch<T, false, false>(a, b, c, partials, counters, p, grid, stream);
+  if (a_mn && b_mn) launch<T, kBN, true, true>(a, b, c, partials, counters, p, grid, stream);
+  else if (a_mn) launch<T, kBN, true, false>(a, b, c, partials, counters, p, grid, stream);
+  else if (b_mn) launch<T, kBN, false, true>(a, b, c, partials, counters, p, grid, stream);
+  else launch<T, kBN, false, false>(a, b, c, partials, counters, p, grid, stream);
+}
+
+template <typename T>
+void dispatch_tile(int bn, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
+                   unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
+  if (bn == Narrow::kBN) dispatch_layouts<T, Narrow::kBN>(a, b, c, partials, counters, p, grid, stream);
+  else dispatch_layouts<T, Wide::kBN>(a, b, c, partials, counters, p, grid, stream);
 }
 
 // Split-K workspace: one counter per output tile (padded to kCounterAlign bytes), then
-// tiles x splits fp32 partial tiles of kBM x kBN.
+// tiles x splits fp32 partial tiles of kBM x the tile width.
 std::size_t counter_bytes(std::int64_t tiles) {
   return (static_cast<std::size_t>(tiles) * sizeof(unsigned) + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
@@ -554,23 +647,24 @@ std::size_t counter_bytes(std::int64_t tiles) {
 }  // namespace
 
 std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
-  const int splits = split_count(m, n, k, sm_count);
-  if (splits == 1) return 0;
-  const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN);
-  return counter_bytes(tiles) + static_cast<std::size_t>(tiles) * splits * kPartialFloats * sizeof(float);
+  const TilePlan plan = tile_plan(m, n, k, sm_count);
+  if (plan.splits == 1) return 0;
+  const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + plan.bn - 1) / plan.bn);
+  return counter_bytes(tiles) + static_cast<std::size_t>(tiles) * plan.splits * kBM * plan.bn * sizeof(float);
 }
 
 void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
                void* workspace, std::size_t /*workspace_bytes*/, int sm_count, cudaStream_t stream) {
   const std::int64_t m = a.rows, n = b.cols, k = a.cols;
-  if (m > 0x7fffffff - kBM || n > 0x7fffffff - kBN || k > 0x7fffffff - kBK)
+  if (m > 0x7fffffff - kBM || n > 0x7fffffff - Wide::kBN || k > 0x7fffffff - kBK)
     throw std::invalid_argument("gemm(wgmma_tma): M, N and K must be < 2^31 (TMA coordinates are 32-bit)");
+  const TilePlan plan = tile_plan(m, n, k, sm_count);
   Problem p;
   p.m = static_cast<int>(m), p.n = static_cast<int>(n), p.k = static_cast<int>(k);
   p.tiles_m = static_cast<int>((m + kBM - 1) / kBM);
-  p.tiles_n = static_cast<int>((n + kBN - 1) / kBN);
+  p.tiles_n = static_cast<int>((n + plan.bn - 1) / plan.bn);
   p.k_blocks = static_cast<int>((k + kBK - 1) / kBK);
-  p.splits = split_count(m, n, k, sm_count);
+  p.splits = plan.splits;
   // TMA stores need a 16-byte aligned base and row pitch (row-major C; any row count).
   p.tma_store = c.col_stride == 1 && reinterpret_cast<std::uintptr_t>(c.data) % 16 == 0 &&
                 (m == 1 || (c.row_stride * 2) % 16 == 0);
@@ -588,8 +682,8 @@ void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, 
     CP_CUDA_CHECK(cudaMemsetAsync(workspace, 0, cbytes, stream));
   }
   switch (dtype) {
-    case DType::F16: dispatch_layouts<__half>(a, b, c, partials, counters, p, grid, stream); break;
-    case DType::BF16: dispatch_layouts<__nv_bfloat16>(a, b, c, partials, counters, p, grid, stream); break;
+    case DType::F16: dispatch_tile<__half>(plan.bn, a, b, c, partials, counters, p, grid, stream); break;
+    case DType::BF16: dispatch_tile<__nv_bfloat16>(plan.bn, a, b, c, partials, counters, p, grid, stream); break;
     case DType::F32: throw std::invalid_argument("gemm(wgmma_tma): float32 is not supported");
   }
 }
