@@ -29,6 +29,30 @@ class MatmulGpuTest(GpuTestCase):
     def tearDown(self):
         torch.backends.cuda.matmul.allow_tf32 = self.allow_tf32
 
+    def wgmma_tma_module(self):
+        """The CUDA backend, or a skip where wgmma_tma does not run (not Hopper)."""
+        module = backend_module("cuda")
+        try:
+            probe = self.operand(128, 128, torch.bfloat16)
+            module.check_kernel("wgmma_tma", probe, probe, False)
+        except ValueError as exc:
+            self.skipTest(f"wgmma_tma does not run on this GPU: {exc}")
+        return module
+
+    def wgmma_tma_runs(self, module, a, b, runs, what):
+        """`runs` wgmma_tma launches into fresh NaN-poisoned outputs: the first checked against float64,
+        every other bit-identical to it. Returns the first."""
+        outs = []
+        for _ in range(runs):
+            out = poisoned_like(torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device="cuda"))
+            module.matmul(a, b, out, "wgmma_tma", False)
+            outs.append(out)
+        torch.cuda.synchronize()
+        self.assertClose(outs[0], a.double() @ b.double(), TOLERANCE[a.dtype], what)
+        for i, out in enumerate(outs[1:], 1):
+            self.assertTrue(torch.equal(out, outs[0]), f"{what}: run {i} differs from run 0")
+        return outs[0]
+
     def operand(self, rows, cols, dtype, column_major=False):
         if column_major:
             return torch.randn(cols, rows, device="cuda").to(dtype).t()
@@ -100,12 +124,7 @@ class MatmulGpuTest(GpuTestCase):
         counters are zeroed by a memset node per launch, the workspace comes from torch.empty)."""
         from cuda_portfolio.native import DTYPE_NAMES, native_module
 
-        module = backend_module("cuda")
-        try:
-            probe = self.operand(128, 128, torch.bfloat16)
-            module.check_kernel("wgmma_tma", probe, probe, False)
-        except ValueError as exc:
-            self.skipTest(f"wgmma_tma does not run on this GPU: {exc}")
+        module = self.wgmma_tma_module()
         # All split K on a GPU with >= 64 SMs (<= 32 output tiles of 128x256). 128x2048: one tile
         # row too few 64-wide tiles for the narrow configuration (128x8192 takes it: see the test
         # below). 129x257: C rows not 16-byte aligned (direct stores; B column-major so that its
@@ -124,16 +143,8 @@ class MatmulGpuTest(GpuTestCase):
                     device = torch.cuda.current_device()
                     workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
                     self.assertGreater(workspace, 0, f"{what}: K is not split on this GPU")
-                    outs = []
-                    for _ in range(5):
-                        out = poisoned_like(torch.empty(m, n, dtype=dtype, device="cuda"))
-                        module.matmul(a, b, out, "wgmma_tma", False)
-                        outs.append(out)
-                    torch.cuda.synchronize()
-                    self.assertClose(outs[0], a.double() @ b.double(), TOLERANCE[dtype], what)
-                    for i, out in enumerate(outs[1:], 1):
-                        self.assertTrue(torch.equal(out, outs[0]), f"{what}: run {i} differs from run 0")
-                    graph_out = poisoned_like(outs[0])
+                    first = self.wgmma_tma_runs(module, a, b, 5, what)
+                    graph_out = poisoned_like(first)
                     side = torch.cuda.Stream()
                     side.wait_stream(torch.cuda.current_stream())
                     with torch.cuda.stream(side):  # warm-up outside the capture, as torch asks
@@ -146,7 +157,7 @@ class MatmulGpuTest(GpuTestCase):
                         graph_out.fill_(float("nan"))
                         graph.replay()
                         torch.cuda.synchronize()
-                        self.assertTrue(torch.equal(graph_out, outs[0]), f"{what}: graph replay {i} differs")
+                        self.assertTrue(torch.equal(graph_out, first), f"{what}: graph replay {i} differs")
 
     def test_wgmma_tma_narrow_tiles_for_small_m(self):
         """M <= 128 and at least 0.9 x #SMs 64-wide tiles: wgmma_tma runs 128x64 tiles, 8 stages, no
@@ -155,12 +166,7 @@ class MatmulGpuTest(GpuTestCase):
         bits run to run."""
         from cuda_portfolio.native import DTYPE_NAMES, native_module
 
-        module = backend_module("cuda")
-        try:
-            probe = self.operand(128, 128, torch.bfloat16)
-            module.check_kernel("wgmma_tma", probe, probe, False)
-        except ValueError as exc:
-            self.skipTest(f"wgmma_tma does not run on this GPU: {exc}")
+        module = self.wgmma_tma_module()
         device = torch.cuda.current_device()
         fill = 64 * torch.cuda.get_device_properties(device).multi_processor_count  # one 64-wide tile per SM
         # (M, N, K, A column-major, B column-major); a column-major operand needs its stride (M or
@@ -180,14 +186,7 @@ class MatmulGpuTest(GpuTestCase):
                     module.check_kernel("wgmma_tma", a, b, False)  # a refusal here is a failure
                     workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
                     self.assertEqual(workspace, 0, f"{what}: K is split")
-                    outs = []
-                    for _ in range(2):
-                        out = poisoned_like(torch.empty(m, n, dtype=dtype, device="cuda"))
-                        module.matmul(a, b, out, "wgmma_tma", False)
-                        outs.append(out)
-                    torch.cuda.synchronize()
-                    self.assertClose(outs[0], a.double() @ b.double(), TOLERANCE[dtype], what)
-                    self.assertTrue(torch.equal(outs[1], outs[0]), f"{what}: run 1 differs from run 0")
+                    self.wgmma_tma_runs(module, a, b, 2, what)
 
     def test_public_api_auto_batched_forward_backward(self):
         for backend in ("auto", "cuda", "triton"):
