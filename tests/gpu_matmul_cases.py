@@ -41,13 +41,15 @@ class MatmulGpuTest(GpuTestCase):
 
     def wgmma_tma_runs(self, module, a, b, runs, what):
         """`runs` wgmma_tma launches into fresh NaN-poisoned outputs: the first checked against float64,
-        every other bit-identical to it. Returns the first."""
+        every other bit-identical to it, the inputs unchanged. Returns the first."""
+        before_a, before_b = a.clone(), b.clone()
         outs = []
         for _ in range(runs):
             out = poisoned_like(torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device="cuda"))
             module.matmul(a, b, out, "wgmma_tma", False)
             outs.append(out)
         torch.cuda.synchronize()
+        self.assertTrue(torch.equal(a, before_a) and torch.equal(b, before_b), f"{what}: an input changed")
         self.assertClose(outs[0], a.double() @ b.double(), TOLERANCE[a.dtype], what)
         for i, out in enumerate(outs[1:], 1):
             self.assertTrue(torch.equal(out, outs[0]), f"{what}: run {i} differs from run 0")
