@@ -25,7 +25,8 @@
 // workspace and publish it on the tile's counter (release); the last to finish (ticket S - 1)
 // waits for those S - 1 publications (acquire; they come from blocks already running) and adds
 // the partials in split order 0..S-1 with its own at its index, so the result does not depend
-// on the arrival order, then runs the normal epilogue. Partial traffic per tile: S - 1 tiles written and read back in L2.
+// on the arrival order, then runs the normal epilogue. Partial traffic per tile: S - 1 tiles
+// written and read back in L2.
 // The host zeroes the tile counters before each launch (a memset node: the workspace is the
 // caller's and holds anything; graph capture keeps working).
 // Epilogue (C 16-byte aligned): each consumer rounds its 64 x BN accumulators to T into a
