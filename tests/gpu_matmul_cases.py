@@ -122,9 +122,11 @@ class MatmulGpuTest(GpuTestCase):
 
     def test_wgmma_tma_split_k_in_kernel_is_deterministic_and_graph_safe(self):
         """wgmma_tma adds the split-K slices inside the kernel, in split order whatever the order the
-        blocks finish in: every run is bit-identical, also under CUDA graph replay (the tile
-        counters are zeroed by a memset node per launch, the workspace comes from torch.empty)."""
+        blocks finish in: every run is bit-identical, also under CUDA graph replay. The tile counters
+        live in a per-stream workspace zeroed once; every launch must leave them zero for the next,
+        which runs a different shape (another tile count and split) on the same counters."""
         from cuda_portfolio.native import DTYPE_NAMES, native_module
+        from cuda_portfolio.native.matmul import _WORKSPACES
 
         module = self.wgmma_tma_module()
         # All split K on a GPU with >= 64 SMs (<= 32 output tiles of 128x256). 128x2048: one tile
@@ -146,6 +148,10 @@ class MatmulGpuTest(GpuTestCase):
                     workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
                     self.assertGreater(workspace, 0, f"{what}: K is not split on this GPU")
                     first = self.wgmma_tma_runs(module, a, b, 5, what)
+                    stream = torch.cuda.current_stream().cuda_stream
+                    used = next(w for w in _WORKSPACES[(device, stream)] if w.numel() >= workspace)
+                    tiles = -(-m // 128) * -(-n // 256)  # split K runs 128 x 256 tiles
+                    self.assertFalse(used[:4 * tiles].any().item(), f"{what}: tile counters not left at zero")
                     graph_out = poisoned_like(first)
                     side = torch.cuda.Stream()
                     side.wait_stream(torch.cuda.current_stream())

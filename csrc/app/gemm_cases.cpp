@@ -1,8 +1,8 @@
 // Validation cases for the GEMM ladder: every version x supported dtype at odd, tile-multiple
 // and 1024-class shapes, row-major operands. The float64 CPU reference is computed once per
 // (dtype, shape) per run and shared by the versions (a 1024^3 reference is ~2 GFLOP).
-// One kernel launch per case; wgmma_tma splitting K (1024^3: 4 slices) first zeroes its tile
-// counters with a memset. 100x8456x520 (133 tiles 64 wide) takes wgmma_tma's 128 x 64 tiles on
+// One kernel launch per case; wgmma_tma splitting K (1024^3: 4 slices) uses tile counters in the
+// case's workspace, zeroed once when it is allocated (each launch leaves them zero). 100x8456x520 (133 tiles 64 wide) takes wgmma_tma's 128 x 64 tiles on
 // GPUs of up to 147 SMs.
 #include <cstdio>
 #include <map>
@@ -70,6 +70,7 @@ class GemmCase final : public Case {
     c_.poison();
     workspace_bytes_ = gemm_workspace_bytes(kernel_, p_->dtype, a_view(), b_view(), device_);
     workspace_ = DeviceBuffer(workspace_bytes_);
+    workspace_.zero();  // once: gemm() leaves the split-K counters zero
   }
 
   void launch(cudaStream_t stream) override {

@@ -29,6 +29,10 @@ void DeviceBuffer::poison() {
   if (bytes_ > 0) CP_CUDA_CHECK(cudaMemset(ptr_, 0xFF, bytes_));
 }
 
+void DeviceBuffer::zero() {
+  if (bytes_ > 0) CP_CUDA_CHECK(cudaMemset(ptr_, 0, bytes_));
+}
+
 HostTensor::HostTensor(DType dtype, std::size_t n) : dtype_(dtype), n_(n), bytes_(n * dtype_size(dtype)) {}
 
 float HostTensor::get(std::size_t i) const {

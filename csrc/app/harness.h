@@ -28,6 +28,7 @@ class DeviceBuffer {
   void* get() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
   void poison();  // every byte 0xFF: NaN in fp32, fp16 and bf16, so unwritten elements show
+  void zero();
 
  private:
   void* ptr_ = nullptr;

@@ -39,9 +39,11 @@ std::string gemm_check(const std::string& kernel, DType dtype, bool allow_tf32, 
                        const ConstMatrixView& b, const MatrixView& c, int device);
 
 // Bytes of device scratch gemm() needs for this call (split K: tile counters and fp32 partial
-// tiles; any contents, 16-byte aligned); 0 for most calls.
-// The caller owns the scratch (Python allocates it with torch.empty, the executable with
-// cudaMalloc) so that no launch allocates or synchronises.
+// tiles, 16-byte aligned); 0 for most calls. The caller owns the scratch, so that no launch
+// allocates or synchronises, and zeroes it once when it allocates it: the counters must be zero
+// at launch and every launch leaves them zero (no memset per call). Launches that may run at the
+// same time need scratch of their own (Python keeps one per device and stream; the executable one
+// per case).
 std::size_t gemm_workspace_bytes(const std::string& kernel, DType dtype, const ConstMatrixView& a,
                                  const ConstMatrixView& b, int device);
 

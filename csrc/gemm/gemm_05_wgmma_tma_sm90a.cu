@@ -27,8 +27,11 @@
 // the partials in split order 0..S-1 with its own at its index, so the result does not depend
 // on the arrival order, then runs the normal epilogue. Partial traffic per tile: S - 1 tiles
 // written and read back in L2.
-// The host zeroes the tile counters before each launch (a memset node: the workspace is the
-// caller's and holds anything; graph capture keeps working).
+// The tile counters must be zero at launch, and every launch leaves them zero: the folding block
+// resets its tile's counter once all S - 1 others have published (nothing touches it after that).
+// So the caller zeroes a workspace once, not per launch: v6 put a memset node before every
+// split-K launch, and the benchmark measured 1024²x16384 at 0.85 of cuBLAS against 0.96 kernel
+// against kernels under ncu.
 // Epilogue (C 16-byte aligned): each consumer rounds its 64 x BN accumulators to T into a
 // shared buffer of 64 x 64 boxes (128-byte swizzle, conflict-free 4-byte stores), two boxes (a
 // 128-column half) at a time at BN = 256, its one box at BN = 64, and one thread issues TMA
@@ -372,6 +375,7 @@ __device__ __forceinline__ bool fold_splits(float (&acc)[kBN / 2], float* __rest
   if (leader) {
     while ((ld_acquire_gpu(counter) >> 16) < static_cast<unsigned>(p.splits - 1)) {
     }
+    *counter = 0;  // every split has counted and published: zero for the next launch (kernel end orders it)
   }
   named_barrier(kSplitBarrier, 256);  // the leader's acquire precedes every thread's loads
   // acc becomes the running sum, kFoldVecs float4 (32 accumulators at BN = 256, 16 at BN = 64) at
@@ -675,12 +679,10 @@ void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, 
   unsigned* counters = nullptr;
   float* partials = nullptr;
   if (p.splits > 1) {
-    // The caller's workspace holds anything (Python allocates it with torch.empty per call): the
-    // tile counters start at zero on every call. A memset node, so graph capture keeps working.
+    // The counters are zero: the caller zeroed the workspace once, and every launch leaves them so.
     const std::size_t cbytes = counter_bytes(static_cast<std::int64_t>(p.tiles_m) * p.tiles_n);
     counters = static_cast<unsigned*>(workspace);
     partials = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + cbytes);
-    CP_CUDA_CHECK(cudaMemsetAsync(workspace, 0, cbytes, stream));
   }
   switch (dtype) {
     case DType::F16: dispatch_tile<__half>(plan.bn, a, b, c, partials, counters, p, grid, stream); break;

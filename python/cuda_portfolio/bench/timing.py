@@ -122,6 +122,12 @@ class LaunchTimer:
         wanted = math.ceil(self.settings.sample_target_ms / max(self.estimate_ms, 1e-4))
         per_sample = min(MAX_LAUNCHES_PER_GRAPH, max(copies, wanted))
         per_sample = math.ceil(per_sample / copies) * copies
+        # A throwaway capture first: state a provider creates on its first call on the capture stream
+        # (the CUDA GEMM's per-stream split-K workspace, zeroed once) lands in that graph, not in the
+        # timed one.
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            for launch in self.launches:
+                launch()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             for i in range(per_sample):
