@@ -73,6 +73,22 @@ class SoftmaxGpuTest(GpuTestCase):
                 with self.subTest(dtype=dtype, cols=cols):
                     self.check_direct(module, "block_online", 3 * sms + 5, cols, dtype)
 
+    def test_cuda_split_row_at_forced_slice_counts(self):
+        """split_row at slice counts its layout rule does not pick (CUDA_PORTFOLIO_SPLIT_ROW_SLICES,
+        what scripts/sweep_split_row_slices.py times): 1 slice, a count that straddles rounds, one
+        per block and past the grid (capped to it), in whole units and in whole chunks ("c"), on
+        aligned and unaligned rows."""
+        module = _backend_module("cuda")
+        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        try:
+            for forced in ("1", "7", "7c", str(sms), f"{4 * sms}c"):
+                os.environ["CUDA_PORTFOLIO_SPLIT_ROW_SLICES"] = forced
+                for dtype, cols in ((torch.float32, 1 << 20), (torch.bfloat16, (1 << 20) - 3)):
+                    with self.subTest(forced=forced, dtype=dtype, cols=cols):
+                        self.check_direct(module, "split_row", 5, cols, dtype)
+        finally:
+            os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_SLICES", None)
+
     def test_operands_at_different_16_byte_phases(self):
         """Rows that start off 16-byte boundaries, with x, y, dy and dx each at its own storage
         offset (so their phases differ): every plan must still compute and write every element."""

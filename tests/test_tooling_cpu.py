@@ -200,6 +200,10 @@ class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
         self.assert_one_line_refusal(run_script("profile_kernel.py", "--op", "softmax", timeout=120),
                                      "profile_kernel.py")
 
+    def test_sweep_split_row_slices(self):
+        self.assert_one_line_refusal(run_script("sweep_split_row_slices.py", "--shapes", "4x4194304", timeout=120),
+                                     "sweep_split_row_slices.py")
+
     def test_sanitizer_smoke_and_its_negative_control(self):
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", timeout=120), "sanitizer_smoke.py")
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", "--negative-control", timeout=120),

@@ -35,6 +35,7 @@
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
 // exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -432,6 +433,24 @@ std::int64_t fewest_units(std::int64_t cols) {
   return cols >= W - 1 ? (cols - (W - 1)) / W : 0;
 }
 
+// CUDA_PORTFOLIO_SPLIT_ROW_SLICES forces the slice count, for layout sweeps
+// (scripts/sweep_split_row_slices.py): "N" cuts N slices of whole 16-byte units, "Nc" about N
+// slices of whole chunks, as the rule below cuts. Read per call, so one process can sweep.
+struct ForcedSlices {
+  std::int64_t count = 0;  // 0: not forced
+  bool whole_chunks = false;
+};
+
+ForcedSlices forced_slices() {
+  ForcedSlices f;
+  if (const char* v = std::getenv("CUDA_PORTFOLIO_SPLIT_ROW_SLICES")) {
+    char* end = nullptr;
+    f.count = std::strtoll(v, &end, 10);
+    f.whole_chunks = *end == 'c';
+  }
+  return f;
+}
+
 // One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
 // and at least one job per block when rows are few; slices are whole chunks of a row's body, cut
 // so that every row's last slice still holds a unit (rows differ by one unit with their alignment).
@@ -444,9 +463,13 @@ StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int
   const double row_bytes = static_cast<double>(cols) * sizeof(T) * kOps;
   const std::int64_t most = cols / W, fewest = fewest_units<T>(cols);
   const std::int64_t chunks = std::max<std::int64_t>(1, (most + kChunkUnits - 1) / kChunkUnits);
-  std::int64_t slices = std::max(static_cast<std::int64_t>(row_bytes / budget) + 1, (grid + rows - 1) / std::max<std::int64_t>(rows, 1));
+  const ForcedSlices forced = forced_slices();
+  std::int64_t slices = forced.count > 0 ? forced.count
+                                         : std::max(static_cast<std::int64_t>(row_bytes / budget) + 1,
+                                                    (grid + rows - 1) / std::max<std::int64_t>(rows, 1));
   slices = std::clamp<std::int64_t>(slices, 1, std::min(grid, chunks));
-  std::int64_t slice_units = (chunks + slices - 1) / slices * kChunkUnits;
+  std::int64_t slice_units = forced.count > 0 && !forced.whole_chunks ? (most + slices - 1) / slices
+                                                                      : (chunks + slices - 1) / slices * kChunkUnits;
   slices = std::max<std::int64_t>(1, (most + slice_units - 1) / slice_units);
   while (slices > 1 && (slices - 1) * slice_units >= fewest) {
     --slices;

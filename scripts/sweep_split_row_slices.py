@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Time the CUDA split_row plan at forced slice counts: the landscape its layout rule is fitted to.
+
+    python scripts/sweep_split_row_slices.py --json results/local/split-row-slices.json
+
+For each (shape, dtype, direction) it times the plan's own choice first (`rule`), then every count
+in --slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts ("Nc",
+which can land on fewer slices). The count reaches the native layout through
+CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call. Each point is a
+CUDA graph of --calls launches (the per-call workspace memset included, as a user runs it) over
+input copies that together exceed twice the L2, replayed --replays times; the median replay / calls
+is the time. Every point's output is checked against float64 PyTorch. For looking at layouts, not
+for the README: the benchmark (python -m cuda_portfolio.bench) is what measures against peers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+
+import torch
+
+import _common as common
+
+ENV = "CUDA_PORTFOLIO_SPLIT_ROW_SLICES"
+DEFAULT_SLICES = {  # every count around what the rule picks, to both sides
+    (32, 1 << 20): list(range(4, 67)),
+    (4, 1 << 22): list(range(24, 133)),
+}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--shapes", default="32x1048576,4x4194304", help="rows x cols, comma-separated")
+    p.add_argument("--dtype", default="fp32,bf16")
+    p.add_argument("--direction", default="fwd,bwd")
+    p.add_argument("--slices", default=None, help="counts to force, comma-separated (default: per shape)")
+    p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--replays", type=int, default=5)
+    p.add_argument("--json", default=None)
+    return p.parse_args(argv)
+
+
+def make_call(native_softmax, direction, inputs, out):
+    if direction == "fwd":
+        return lambda i: native_softmax.forward(inputs[i][0], out, "split_row")
+    return lambda i: native_softmax.backward(inputs[i][0], inputs[i][1], out, "split_row")
+
+
+def reference(direction, first, dy):
+    if direction == "fwd":
+        return torch.softmax(first.double(), dim=1)
+    y = first.double()
+    return y * (dy.double() - (y * dy.double()).sum(dim=1, keepdim=True))
+
+
+def copy_tb_per_s(calls, replays):
+    """The benchmark's copy ceiling (dst = -src over 1 GiB, an SM kernel; Tensor.copy_ in a graph is
+    a copy-engine node, ~35% slower), timed as the points are: what the ratios divide by."""
+    src = torch.randn(1 << 28, device="cuda")
+    dst = torch.empty_like(src)
+    us = time_point(lambda i: torch.neg(src, out=dst), 1, calls, replays)
+    return 2 * src.numel() * src.element_size() / us / 1e6
+
+
+def time_point(call, copies, calls, replays):
+    call(0)  # warm: the allocator holds the workspace size before the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for j in range(calls):
+            call(j % copies)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / calls)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    common.exit_without_gpu("sweep_split_row_slices.py")
+    from cuda_portfolio.native import softmax as native_softmax
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    copy = copy_tb_per_s(args.calls, args.replays)
+    print(f"device copy {copy:.2f} TB/s")
+    records = []
+    for shape_text in args.shapes.split(","):
+        rows, cols = map(int, shape_text.split("x"))
+        counts = [int(s) for s in args.slices.split(",")] if args.slices else DEFAULT_SLICES.get((rows, cols), [])
+        for dname in args.dtype.split(","):
+            dtype = dtypes[dname]
+            for direction in args.direction.split(","):
+                operands = 1 if direction == "fwd" else 2
+                bytes_moved = rows * cols * dtype.itemsize * (operands + 1)
+                copies = max(1, math.ceil(2 * l2 / (rows * cols * dtype.itemsize * operands)) + 1)
+                gen = torch.Generator(device="cuda").manual_seed(rows + cols)
+                inputs = []
+                for _ in range(copies):
+                    x = torch.randn(rows, cols, device="cuda", dtype=dtype, generator=gen) * 3
+                    dy = torch.randn(rows, cols, device="cuda", dtype=dtype, generator=gen)
+                    inputs.append((x if direction == "fwd" else torch.softmax(x.float(), 1).to(dtype), dy))
+                kept = [(a.clone(), b.clone()) for a, b in inputs[-1:]]
+                want = reference(direction, *inputs[-1])
+                out = torch.empty(rows, cols, device="cuda", dtype=dtype)
+                call = make_call(native_softmax, direction, inputs, out)
+                rule_us = None
+                for forced in [None] + [f"{n}{cut}" for n in counts for cut in ("", "c")]:
+                    if forced:
+                        os.environ[ENV] = forced
+                    else:
+                        os.environ.pop(ENV, None)
+                    us = time_point(call, copies, args.calls, args.replays)
+                    out.fill_(float("nan"))
+                    call(copies - 1)
+                    err = ((out.double() - want).abs().max() / want.abs().max()).item()
+                    ok = (math.isfinite(err) and err < (1e-5 if dtype == torch.float32 else 1e-2)
+                          and all(torch.equal(a, b) for a, b in zip(kept[0], inputs[-1])))
+                    rule_us = us if forced is None else rule_us
+                    rec = {"shape": [rows, cols], "dtype": dname, "direction": direction,
+                           "slices": forced or "rule", "us": us, "tb_per_s": bytes_moved / us / 1e6,
+                           "ratio_to_copy": bytes_moved / us / 1e6 / copy,
+                           "vs_rule": rule_us / us, "rel_err": err, "ok": ok}
+                    records.append(rec)
+                    print(f"{shape_text} {dname} {direction} slices={rec['slices']:>4} {us:8.2f} us "
+                          f"{rec['ratio_to_copy']:.2f} of copy  x{rec['vs_rule']:.3f} vs rule{'' if ok else '  WRONG'}",
+                          flush=True)
+                os.environ.pop(ENV, None)
+                if args.json:  # after every case: a run cut short still leaves what it measured
+                    write_json(args, copy, records)
+    return 0 if all(r["ok"] for r in records) else 1
+
+
+def write_json(args, copy, records):
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                   "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"), "args": vars(args), "copy_tb_per_s": copy,
+                   "records": records}, f, indent=1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
