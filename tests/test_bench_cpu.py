@@ -128,6 +128,7 @@ class SchemaTest(unittest.TestCase):
             "carries no throughput": lambda r: r.update(status="WRONG", reason="rel err 1 > 1e-5"),
             "status 'fast'": lambda r: r.update(status="fast"),
             "dtype 'float64'": lambda r: r.update(dtype="float64"),
+            "config must be text or null": lambda r: r.update(config=128),
         }
         for expected, breakage in breakages.items():
             broken = copy.deepcopy(doc)
@@ -202,7 +203,8 @@ class RunnerLogicTest(unittest.TestCase):
         def refuse(x):
             raise ValueError("peer refuses rows of 33 columns")
 
-        providers = [provider("mine", OURS, lambda x: torch.softmax(x, -1), plan="auto", resolved_plan="p"),
+        providers = [provider("mine", OURS, lambda x: torch.softmax(x, -1), plan="auto", resolved_plan="p",
+                              describe=lambda inputs: f"tile for {inputs[0].shape[1]} columns"),
                      provider("wrong", OURS, lambda x: torch.softmax(x, -1) * 1.001, plan="auto"),
                      provider("torch", PEER, lambda x: torch.softmax(x, -1)),
                      provider("torch (A/A)", CONTROL, lambda x: torch.softmax(x, -1), control_of="torch"),
@@ -223,6 +225,8 @@ class RunnerLogicTest(unittest.TestCase):
         self.assertAlmostEqual(mine["ratio_to_ceiling"], mine["tb_per_s"] / 2.0)
         self.assertEqual(mine["time_ms"]["samples"], 12)
         self.assertEqual(mine["resolved_plan"], "p")
+        self.assertEqual(mine["config"], "tile for 33 columns")
+        self.assertIsNone(records["torch"]["config"])
         self.assertIn("rel err", records["wrong"]["reason"])
         self.assertIsNone(records["wrong"]["tb_per_s"])
         self.assertEqual(records["wrong"]["ratio_to_peers"], {})
@@ -270,6 +274,14 @@ class RenderTest(unittest.TestCase):
         self.assertIn("refused: softmax: plan 'warp_per_row' cannot run", text)
         self.assertIn("A/A control (same peer timed twice): time ratio", text)
         self.assertTrue(text.splitlines()[-1].startswith("WRONG (computed the wrong result"))
+
+    def test_table_shows_a_tuned_config_under_its_row(self):
+        doc = load_fixture()
+        mine = next(r for r in doc["records"] if r["status"] == "ok" and r["kind"] == "ours")
+        mine["config"] = "128x64x64, 4 warps, 8 stages, group 8, split-K 1"
+        lines = render_table(doc).splitlines()
+        row = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{mine['provider']} ["))
+        self.assertEqual(lines[row + 1].split("config: ")[1], mine["config"])
 
     @unittest.skipUnless(importlib.util.find_spec("matplotlib"), "matplotlib not installed")
     def test_plot_from_stored_json_in_a_subprocess(self):

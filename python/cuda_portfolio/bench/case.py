@@ -29,6 +29,7 @@ class Provider:
     status: str = "ok"                          # "refused" / "unavailable" when it cannot run here
     reason: str = ""                            # why not, when status is not "ok"
     control_of: Optional[str] = None            # CONTROL: the provider it repeats
+    describe: Optional[Callable[[Inputs], Optional[str]]] = None  # inputs -> what ran (e.g. a tuned config)
 
 
 @dataclass
@@ -67,11 +68,13 @@ def relative_error(out: torch.Tensor, ref64: torch.Tensor) -> tuple[float, str]:
     return (diff / norm if norm > 0 else diff), ""
 
 
-def our_providers(backend: str, module_path: str, all_names: bool, list_names, choose, check, bind) -> list:
+def our_providers(backend: str, module_path: str, all_names: bool, list_names, choose, check, bind,
+                  describe=None) -> list:
     """One provider per plan/kernel name of `backend` (every name, or only the "auto" choice).
 
     list_names(module) -> names; choose(module) -> the name "auto" picks; check(module, name) raises
-    ValueError when that name cannot run this case; bind(module, name) -> Provider.bind.
+    ValueError when that name cannot run this case; bind(module, name) -> Provider.bind;
+    describe(module, name) -> Provider.describe (optional).
     """
     import cuda_portfolio as cp
 
@@ -97,5 +100,6 @@ def our_providers(backend: str, module_path: str, all_names: bool, list_names, c
             providers.append(Provider(backend, OURS, plan=name, resolved_plan=resolved, status="error",
                                       reason=f"{type(exc).__name__}: {exc}"))
             continue
-        providers.append(Provider(backend, OURS, bind=bind(module, resolved), plan=name, resolved_plan=resolved))
+        providers.append(Provider(backend, OURS, bind=bind(module, resolved), plan=name, resolved_plan=resolved,
+                                  describe=describe(module, resolved) if describe else None))
     return providers

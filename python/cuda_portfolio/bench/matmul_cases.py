@@ -40,7 +40,8 @@ def make_matmul_case(shape, dtype: torch.dtype, backends, all_kernels: bool, dev
             backend, BACKEND_MODULES[backend], all_kernels, list_names=lambda m: m.kernels(),
             choose=lambda m: m.choose_kernel(a, b, allow_tf32),
             check=lambda m, kernel: m.check_kernel(kernel, a, b, allow_tf32),
-            bind=lambda m, kernel: _bind_ours(m, kernel, allow_tf32))
+            bind=lambda m, kernel: _bind_ours(m, kernel, allow_tf32),
+            describe=lambda m, kernel: _describe_ours(m, kernel, allow_tf32))
     if peers:
         case.providers += [Provider("cublas", PEER, bind=_bind_cublas),
                            Provider("cublas (A/A)", CONTROL, bind=_bind_cublas, control_of="cublas")]
@@ -50,6 +51,13 @@ def make_matmul_case(shape, dtype: torch.dtype, backends, all_kernels: bool, dev
 def _bind_cublas(inputs):
     a, b = inputs
     return lambda: torch.matmul(a, b)
+
+
+def _describe_ours(module, kernel, allow_tf32):
+    """The tuned config, for backends that autotune (Triton): which tile ran, not only which kernel."""
+    if not hasattr(module, "tuned_config"):
+        return None
+    return lambda inputs: module.tuned_config(inputs[0], inputs[1], kernel, allow_tf32)
 
 
 def _bind_ours(module, kernel, allow_tf32):

@@ -56,6 +56,8 @@ def render_table(doc: dict) -> str:
             peers = "  ".join(f"{name} {ratio:.2f}x" for name, ratio in r["ratio_to_peers"].items())
             lines.append(f"{label} {r['method']:<6} {_time(t['median'])} {100 * t['iqr'] / t['median']:6.1f}%  "
                          f"{rate:8.2f} {ceiling}  {peers}")
+            if r.get("config"):
+                lines.append(f"  {'':<{label_width}} config: {r['config']}")
     lines.append("")
     lines += summary_lines(doc["records"])
     return "\n".join(lines)

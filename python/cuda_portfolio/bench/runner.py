@@ -17,7 +17,8 @@ from .timing import LaunchTimer, TimingSettings, first_line, input_copies_for, s
 def base_record(case: Case, provider) -> dict:
     return {"op": case.op, "direction": case.direction, "dtype": str(case.dtype).removeprefix("torch."),
             "shape": list(case.shape), "provider": provider.name, "kind": provider.kind, "plan": provider.plan,
-            "resolved_plan": provider.resolved_plan, "control_of": provider.control_of, "status": provider.status,
+            "resolved_plan": provider.resolved_plan, "config": None, "control_of": provider.control_of,
+            "status": provider.status,
             "reason": provider.reason, "method": None, "method_reason": "", "launches_per_sample": None,
             "input_copies": None, "time_ms": None, "bytes": case.bytes, "flops": case.flops, "tb_per_s": None,
             "tflop_per_s": None, "ratio_to_ceiling": None, "ratio_to_peers": {},
@@ -46,11 +47,11 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
             record["status"] = "error" if provider.kind == OURS else "refused"
             record["reason"] = first_line(exc)
             continue
-        active.append((record, timer, []))
+        active.append((record, timer, [], provider))
 
     for round_index in range(settings.rounds):
         shift = round_index % max(1, len(active))
-        for record, timer, samples in active[shift:] + active[:shift]:
+        for record, timer, samples, _ in active[shift:] + active[:shift]:
             if record["status"] != "ok":
                 continue
             try:
@@ -59,9 +60,11 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
                 record["status"], record["reason"] = "error", first_line(exc)
 
     references = {}
-    for record, timer, samples in active:
+    for record, timer, samples, provider in active:
         if record["status"] == "ok":
             output, copy_index = timer.last_output()
+            if provider.describe is not None:
+                record["config"] = provider.describe(copies[copy_index])
             if copy_index not in references:
                 references[copy_index] = case.reference(copies[copy_index])
             rel_err, problem = relative_error(output, references[copy_index])

@@ -67,6 +67,8 @@ def _check_record(r, i: int) -> list[str]:
         problems.append(f"{where}: shape must be {OPS[op]} positive integers")
     if r["kind"] not in KINDS:
         problems.append(f"{where}: kind {r['kind']!r} not in {KINDS}")
+    if not isinstance(r.get("config"), (str, type(None))):
+        problems.append(f"{where}: config must be text or null")
     if r["kind"] == "control" and not r.get("control_of"):
         problems.append(f"{where}: a control record names the provider it repeats in control_of")
     status = r["status"]

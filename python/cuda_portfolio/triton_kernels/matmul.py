@@ -360,7 +360,6 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     """
     m, k = a.shape
     n = b.shape[1]
-    la, lb = operand_layout(a), operand_layout(b)
     num_sms = _num_sms(a)
 
     def launcher(config: TileConfig):
@@ -372,12 +371,39 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     configs = TILED_CONFIGS if kernel == "tiled" else PERSISTENT_CONFIGS
     if not a.is_cuda:
         return launcher(configs[0])
-    key = (kernel, a.device, a.dtype, la.inner_is_last, lb.inner_is_last, _alignment(a, b, la, lb), allow_tf32,
-           _bucket(m), _bucket(n), _bucket(k))
+    key = _problem_class(kernel, a, b, allow_tf32)
     if key not in _TUNED:
         pick = _first_that_fits if os.environ.get("CUDA_PORTFOLIO_NO_TUNING") == "1" else _fastest
         _TUNED[key] = pick(configs, launcher)
     return launcher(_TUNED[key])
+
+
+def _problem_class(kernel: str, a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> tuple:
+    m, k = a.shape
+    n = b.shape[1]
+    la, lb = operand_layout(a), operand_layout(b)
+    return (kernel, a.device, a.dtype, la.inner_is_last, lb.inner_is_last, _alignment(a, b, la, lb), allow_tf32,
+            _bucket(m), _bucket(n), _bucket(k))
+
+
+def tuned_config(a: torch.Tensor, b: torch.Tensor, kernel: str, allow_tf32: bool) -> str | None:
+    """The config the autotuner picked for this problem's class, as text (the benchmark records it);
+    None before the class's first call, and under the interpreter (nothing is tuned there)."""
+    a, b = _with_unit_stride(a), _with_unit_stride(b)
+    config = _TUNED.get(_problem_class(kernel, a, b, allow_tf32))
+    if config is None:
+        return None
+    m, k = a.shape
+    text = (f"{config.block_m}x{config.block_n}x{config.block_k(a.dtype)}, {config.num_warps} warps, "
+            f"{config.num_stages} stages, group {config.group_m}")
+    if kernel == "tiled":
+        text += f", split-K {split_k_for(config, m, b.shape[1], k, a.dtype, _num_sms(a))}"
+    return text
+
+
+def _with_unit_stride(t: torch.Tensor) -> torch.Tensor:
+    """The kernels take either layout; a view with no unit-stride dim needs a copy."""
+    return t if operand_layout(t) is not None else t.contiguous()
 
 
 def _fastest(configs, launcher) -> TileConfig:
@@ -403,10 +429,7 @@ def _first_that_fits(configs, launcher) -> TileConfig:
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel: str, allow_tf32: bool) -> None:
     """out = a @ b for 2-D a (M, K), b (K, N) with any strides, out contiguous (M, N); M, N, K >= 1."""
     check_kernel(kernel, a, b, allow_tf32)
-    # The tiled kernel takes either layout; a view with no unit-stride dim needs a copy.
-    a = a if operand_layout(a) is not None else a.contiguous()
-    b = b if operand_layout(b) is not None else b.contiguous()
-    _tuned_launch(kernel, a, b, out, allow_tf32)()
+    _tuned_launch(kernel, _with_unit_stride(a), _with_unit_stride(b), out, allow_tf32)()
 
 
 def aot_specs(dtype: torch.dtype):
