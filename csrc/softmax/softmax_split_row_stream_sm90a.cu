@@ -10,8 +10,8 @@
 // the first and last slice: threads 0-14 load them one element each from global memory before
 // the job's pass 1, fold them in with the body and write them after pass 2.
 // Plan: a persistent grid, one 544-thread block per SM. Warp 16 is the producer: one thread takes
-// job tickets from a global counter in order (row-major over (row, slice)) and, per 16 KiB chunk of
-// each operand, waits for a free stage of a 192 KiB ring (`empty` mbarrier), arms the stage's
+// job tickets from a global counter in order (row-major over (row, slice)) and, per chunk of each
+// operand (16 KiB, ending on a 128-byte line of the row: see Span), waits for a free stage of a 192 KiB ring (`empty` mbarrier), arms the stage's
 // `full` mbarrier with the byte count and issues 1-D bulk copies of the body (TMA without a tensor
 // map; pass 1 with an L2 evict_last policy, pass 2 evict_first). Each job streams pass 1, then
 // pass 2. The producer runs up to a whole ring ahead of the consumers, across the pass boundary
@@ -75,12 +75,14 @@ struct StreamProblem {
 };
 
 // A row's 16-byte geometry: `head` elements before its first 16-byte boundary, `units` whole
-// 16-byte units (the body, what the bulk copies move), `tail` elements after them. Every operand's
-// rows share it (the host checks that their addresses agree modulo 16).
+// 16-byte units (the body, what the bulk copies move), `tail` elements after them, and where the
+// body starts within a 128-byte line. Every operand's rows share the first three (the host checks
+// that their addresses agree modulo 16); the line offset is the first input's.
 struct RowGeometry {
   int head;
   std::int64_t units;
   int tail;
+  int body_line_offset;  // bytes, a multiple of 16
 };
 
 template <typename T>
@@ -88,20 +90,32 @@ __device__ __forceinline__ RowGeometry row_geometry(const T* row, std::int64_t c
   constexpr int W = vec_width<T>();
   const int head = static_cast<int>(std::min<std::int64_t>((W - misalignment(row)) % W, cols));
   const std::int64_t units = (cols - head) / W;
-  return {head, units, static_cast<int>(cols - head - units * W)};
+  const int line_offset = static_cast<int>(reinterpret_cast<std::uintptr_t>(row + head) % 128);
+  return {head, units, static_cast<int>(cols - head - units * W), line_offset};
 }
 
 // The body elements [begin, end) of a job's slice: 16-byte aligned, whole units (never empty: the
-// host sizes slices so that the shortest body still gives every slice a unit).
+// host sizes slices so that the shortest body still gives every slice a unit). Its chunks end on
+// 128-byte lines of the row: the first chunk stops short of kChunkBytes by the slice's offset into
+// its line (first_end), the others are whole. Hopper's bulk copies from 128-byte aligned global
+// addresses run at full rate; from addresses aligned to 16 bytes only, the slice-count sweep
+// measured up to 15% less (docs/perf-log.md, v15).
 struct Span {
-  std::int64_t begin, end;
+  std::int64_t begin, end, first_end;
 };
 
 template <typename T>
 __device__ __forceinline__ Span slice_body(const Job& j, const StreamProblem& p, const RowGeometry& g) {
   constexpr int W = vec_width<T>();
   const std::int64_t first = j.slice * p.slice_units, last = std::min(g.units, first + p.slice_units);
-  return {g.head + first * W, g.head + last * W};
+  const int line_offset = static_cast<int>((g.body_line_offset + first * 16) % 128);
+  const std::int64_t begin = g.head + first * W;
+  return {begin, g.head + last * W, begin + (kChunkBytes - line_offset) / static_cast<int>(sizeof(T))};
+}
+
+// Where the chunk that starts at c0 ends.
+__device__ __forceinline__ std::int64_t chunk_end(std::int64_t c0, const Span& s, std::int64_t chunk_elems) {
+  return std::min(s.end, c0 == s.begin ? s.first_end : c0 + chunk_elems);
 }
 
 // The ring of one block: stage s holds operand o's chunk at buf + (s * kOps + o) * kChunkBytes,
@@ -153,9 +167,10 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
     r.jobs[r.stage] = job;
     const Span body = slice_body<T>(job, p, row_geometry(in[0] + job.row * stride[0], p.cols));
     for (int pass = 0; pass < 2; ++pass) {
-      for (std::int64_t c0 = body.begin; c0 < body.end; c0 += kChunkElems) {
+      for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
+        c1 = chunk_end(c0, body, kChunkElems);
         if (pass > 0 || c0 > body.begin) mbar_wait(&r.empty[r.stage], r.phase ^ 1);
-        const unsigned bytes = static_cast<unsigned>(std::min(body.end - c0, kChunkElems) * sizeof(T));
+        const unsigned bytes = static_cast<unsigned>((c1 - c0) * sizeof(T));
         mbar_arrive_expect_tx(&r.full[r.stage], bytes * kOps);
 #pragma unroll
         for (int op = 0; op < kOps; ++op)
@@ -261,9 +276,6 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
                                         typename Math::V* partials, const Math& math) {
   using V = typename Math::V;
   constexpr std::int64_t kChunkElems = Math::kChunkElems;
-  const auto units_of = [&](std::int64_t c0, std::int64_t end) {
-    return static_cast<int>(std::min(end - c0, kChunkElems) / Math::W);
-  };
   for (;;) {
     r.wait_full();
     const Job job = r.jobs[r.stage];
@@ -271,15 +283,17 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
     const Span body = math.body(job, p);
     const auto edge = math.load_edge(job, p);
     V acc = math.identity();
-    for (std::int64_t c0 = body.begin; c0 < body.end; c0 += kChunkElems) {
+    for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
+      c1 = chunk_end(c0, body, kChunkElems);
       if (c0 > body.begin) r.wait_full();
-      acc = math.fold(r, units_of(c0, body.end), acc);
+      acc = math.fold(r, static_cast<int>((c1 - c0) / Math::W), acc);
     }
     const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, arrivals, partials);
     if (p.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
-    for (std::int64_t c0 = body.begin; c0 < body.end; c0 += kChunkElems) {
+    for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
+      c1 = chunk_end(c0, body, kChunkElems);
       r.wait_full();
-      math.emit(r, units_of(c0, body.end), job.row, c0, total);
+      math.emit(r, static_cast<int>((c1 - c0) / Math::W), job.row, c0, total);
     }
     math.store_edge(job, edge, total);
   }
