@@ -59,8 +59,8 @@ constexpr int kChunkBytes = 16384;               // per operand and stage
 constexpr int kUnitsPerThread = kChunkBytes / 16 / kConsumerThreads;
 constexpr int kRingBytes = 192 * 1024;           // forward 12 stages, backward 6 (two operands each)
 // The largest slice worth taking (operand bytes): in the slice-count sweep (perf-log, session 9) the
-// best whole-chunk count at 32x1M and 4x4M, fp32 and bf16, both directions, held 256-320 KiB, and 256
-// KiB was within 0.02 of the best every time; the L2 budget alone allows ~320 KiB.
+// best whole-chunk count at 32x1M and 4x4M, fp32 and bf16, both directions, held 256-352 KiB, and 256
+// KiB was within 0.02 of the best every time; v13 took up to ~336 KiB (the L2 budget alone).
 constexpr double kSliceBytesMost = 256 * 1024;
 constexpr int kConsumerBarrier = 1;              // named barrier over the consumer warps
 static_assert(kUnitsPerThread * kConsumerThreads * 16 == kChunkBytes, "a chunk is whole units per consumer");
