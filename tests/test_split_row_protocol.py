@@ -78,6 +78,8 @@ class SplitRowProtocolTest(unittest.TestCase):
         (64, 6, 6, 6),     # session 6's hang: 1024x131072 backward at 6 slices, slice = ring
         (8, 16, 16, 12),   # fp32 32x1M forward: slices longer than the ring
         (1, GRID, 2, 12),  # one row over every block
+        (32, 16, 16, 12),  # fp32 32x1M forward since slices are at most 256 KiB: 16 slices, rows straddle rounds
+        (4, 128, 8, 6),    # fp32 4x4M backward since then: 128 slices of 8 chunks per operand
         (300, 1, 3, 6),    # one slice per row: no exchange
     ]
 

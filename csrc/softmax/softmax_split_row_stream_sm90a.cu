@@ -21,7 +21,8 @@
 // arrive per thread) and computes; between the passes the job's slices exchange their statistics;
 // pass 2 stores the output from registers with 16-byte evict-first stores.
 // L2: a slice is read from DRAM in pass 1 and again in pass 2, ideally from L2. The slice count
-// keeps the bytes between the two reads, about (blocks x slice bytes), under l2_reread_budget_bytes().
+// keeps the bytes between the two reads, about (blocks x slice bytes), under l2_reread_budget_bytes()
+// and slices at most 256 KiB (measured best).
 // Slices also fill the grid when rows are fewer than SMs.
 // Deadlock freedom: tickets are taken in order by running producers, and a block's consumers work
 // through its jobs in ticket order, so the oldest unfinished row has all its slices taken by
@@ -35,6 +36,7 @@
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
 // exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -56,6 +58,10 @@ constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
 constexpr int kChunkBytes = 16384;               // per operand and stage
 constexpr int kUnitsPerThread = kChunkBytes / 16 / kConsumerThreads;
 constexpr int kRingBytes = 192 * 1024;           // forward 12 stages, backward 6 (two operands each)
+// The largest slice worth taking (operand bytes): in the slice-count sweep (perf-log, session 9) the
+// best whole-chunk count at 32x1M and 4x4M, fp32 and bf16, both directions, held 256-352 KiB, and 256
+// KiB was within 0.02 of the best every time; v13 took up to ~336 KiB (the L2 budget alone).
+constexpr double kSliceBytesMost = 256 * 1024;
 constexpr int kConsumerBarrier = 1;              // named barrier over the consumer warps
 static_assert(kUnitsPerThread * kConsumerThreads * 16 == kChunkBytes, "a chunk is whole units per consumer");
 
@@ -466,8 +472,9 @@ ForcedSlices forced_slices() {
 }
 
 // One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
-// and at least one job per block when rows are few; slices are whole chunks of a row's body, cut
-// so that every row's last slice still holds a unit (rows differ by one unit with their alignment).
+// slices of at most kSliceBytesMost, and at least one job per block when rows are few; slices are
+// whole chunks of a row's body, cut so that every row's last slice still holds a unit (rows differ
+// by one unit with their alignment).
 template <typename T, int kOps>
 StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   constexpr int W = vec_width<T>();
@@ -479,8 +486,9 @@ StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int
   const std::int64_t chunks = std::max<std::int64_t>(1, (most + kChunkUnits - 1) / kChunkUnits);
   const ForcedSlices forced = forced_slices();
   std::int64_t slices = forced.count > 0 ? forced.count
-                                         : std::max(static_cast<std::int64_t>(row_bytes / budget) + 1,
-                                                    (grid + rows - 1) / std::max<std::int64_t>(rows, 1));
+                                         : std::max({static_cast<std::int64_t>(row_bytes / budget) + 1,
+                                                     static_cast<std::int64_t>(std::ceil(row_bytes / kSliceBytesMost)),
+                                                     (grid + rows - 1) / std::max<std::int64_t>(rows, 1)});
   slices = std::clamp<std::int64_t>(slices, 1, std::min(grid, chunks));
   std::int64_t slice_units = forced.count > 0 && !forced.whole_chunks ? (most + slices - 1) / slices
                                                                       : (chunks + slices - 1) / slices * kChunkUnits;
