@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Time the CUDA split_row plan at forced slice counts: the landscape its layout rule is fitted to.
 
-    python scripts/sweep_split_row_slices.py --json results/local/split-row-slices.json
+    python scripts/sweep_split_row_slices.py --json results/local/split-row-slices.json --plot slices.png
+    python scripts/sweep_split_row_slices.py --replot results/h200/experiments/split-row-slices-c34cae5.json \
+        --plot slices.png          (draws a stored sweep; no GPU needed)
 
 For each (shape, dtype, direction) it times the plan's own choice first (`rule`), then every count
 in --slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts ("Nc",
@@ -40,7 +42,46 @@ def parse_args(argv=None):
     p.add_argument("--calls", type=int, default=10)
     p.add_argument("--replays", type=int, default=5)
     p.add_argument("--json", default=None)
+    p.add_argument("--plot", default=None, help="PNG: ratio to copy against the slice count, one panel per case")
+    p.add_argument("--replot", default=None, metavar="JSON", help="draw a stored sweep (with --plot) and exit")
     return p.parse_args(argv)
+
+
+def plot_sweep(doc: dict, path: str) -> None:
+    """One panel per (shape, dtype, direction): ratio to copy against the forced count, cut in whole
+    units and in whole chunks, with the rule's own choice as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = {}
+    for r in doc["records"]:
+        cases.setdefault((tuple(r["shape"]), r["dtype"], r["direction"]), []).append(r)
+    shapes = sorted({k[0] for k in cases}, key=lambda s: -s[0])
+    columns = sorted({k[1:] for k in cases}, key=lambda c: (c[0] != "fp32", c[1] != "fwd"))
+    fig, axes = plt.subplots(len(shapes), len(columns), figsize=(4 * len(columns), 3.2 * len(shapes)),
+                             squeeze=False, sharey=True)
+    for (shape, dtype, direction), records in cases.items():
+        ax = axes[shapes.index(shape)][columns.index((dtype, direction))]
+        for cut, style in (("", "o-"), ("c", "s-")):
+            points = sorted((int(r["slices"][:-1] if cut else r["slices"]), r["ratio_to_copy"]) for r in records
+                            if r["slices"] != "rule" and r["slices"].endswith("c") == bool(cut))
+            if points:
+                ax.plot(*zip(*points), style, markersize=2.5, linewidth=0.8,
+                        label="whole chunks (Nc)" if cut else "whole 16-byte units (N)")
+        rule = [r["ratio_to_copy"] for r in records if r["slices"] == "rule"]
+        if rule:
+            ax.axhline(rule[0], color="gray", linestyle="--", linewidth=0.8, label="the layout rule")
+        ax.set_title(f"{shape[0]}x{shape[1]} {dtype} {direction}", fontsize=9)
+        ax.set_xlabel("slices per row", fontsize=8)
+        ax.grid(alpha=0.3)
+    for row in axes:
+        row[0].set_ylabel("ratio to device copy", fontsize=8)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"CUDA split_row at forced slice counts, {doc['gpu']}, commit {doc.get('commit')}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def make_call(native_softmax, direction, inputs, out):
@@ -87,6 +128,12 @@ def time_point(call, copies, calls, replays):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.replot:
+        if not args.plot:
+            raise SystemExit("sweep_split_row_slices.py: --replot needs --plot OUT.png")
+        with open(args.replot) as f:
+            plot_sweep(json.load(f), args.plot)
+        return 0
     common.exit_without_gpu("sweep_split_row_slices.py")
     from cuda_portfolio.native import softmax as native_softmax
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -137,6 +184,9 @@ def main(argv=None) -> int:
                 os.environ.pop(ENV, None)
                 if args.json:  # after every case: a run cut short still leaves what it measured
                     write_json(args, copy, records)
+    if args.plot:
+        plot_sweep({"gpu": torch.cuda.get_device_name(0), "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"),
+                    "records": records}, args.plot)
     return 0 if all(r["ok"] for r in records) else 1
 
 

@@ -210,6 +210,17 @@ class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
                                      "sanitizer_smoke.py")
 
 
+@unittest.skipUnless(importlib.util.find_spec("matplotlib"), "matplotlib not installed")
+class SweepReplotTest(unittest.TestCase):
+    def test_replots_a_stored_sweep_without_a_gpu(self):
+        stored = SCRIPTS.parent / "results" / "h200" / "experiments" / "split-row-slices-c34cae5.json"
+        out = Path(tempfile.mkdtemp(prefix="sweep_plot_")) / "slices.png"
+        self.addCleanup(shutil.rmtree, out.parent, ignore_errors=True)
+        r = run_script("sweep_split_row_slices.py", "--replot", str(stored), "--plot", str(out), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater(out.stat().st_size, 10000)
+
+
 class CompareBackendsTest(unittest.TestCase):
     def test_missing_ncu_saves_a_diagnostic_and_claims_nothing(self):
         results = Path(tempfile.mkdtemp(prefix="compare_"))
