@@ -6,13 +6,13 @@
         --plot slices.png          (draws a stored sweep; no GPU needed)
 
 For each (shape, dtype, direction) it times the plan's own choice first (`rule`), then every count
-in --slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts ("Nc",
-which can land on fewer slices). The count reaches the native layout through
-CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call. Each point is a
-CUDA graph of --calls launches (the per-call workspace memset included, as a user runs it) over
-input copies that together exceed twice the L2, replayed --replays times; the median replay / calls
-is the time. Every point's output is checked against float64 PyTorch. For looking at layouts, not
-for the README: the benchmark (python -m cuda_portfolio.bench) is what measures against peers.
+in --slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts
+("Nc", which can land on fewer slices). The count reaches the native layout through
+CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call. Each point is a CUDA graph of --calls launches (the
+per-call workspace memset included, as a user runs it) over input copies that together exceed twice
+the L2, replayed --replays times; the median replay / calls is the time. Every point's output is
+checked against float64 PyTorch, and its inputs unchanged. For looking at layouts, not for the
+README: the benchmark (python -m cuda_portfolio.bench) is what measures against peers.
 """
 from __future__ import annotations
 

@@ -73,6 +73,16 @@ class BenchGpuTest(GpuTestCase):
             self.assertEqual(r["method"], "graph", r)
             self.assertGreater(r["launches_per_sample"], 1)
         self.assertTrue(any(r["kind"] == "control" and r["status"] == "ok" for r in doc["records"]))
+        for r in doc["records"]:  # the GEMM records name the tile configuration that ran
+            if r["kind"] != OURS or r["status"] != "ok":
+                continue
+            with self.subTest(provider=r["provider"], op=r["op"], dtype=r["dtype"], kernel=r["resolved_plan"]):
+                if r["op"] == "matmul" and r["resolved_plan"] == "wgmma_tma":
+                    self.assertRegex(r["config"] or "", r"^128x(256|64)x64, \d+ stages, split-K \d+$")
+                elif r["op"] == "matmul" and r["provider"] == "triton":
+                    self.assertRegex(r["config"] or "", r"^\d+x\d+x\d+, \d+ warps, \d+ stages, group \d+")
+                elif r["op"] == "softmax":
+                    self.assertIsNone(r["config"])
         ours_bad = [r for r in doc["records"] if r["kind"] == OURS and r["status"] in ("WRONG", "error")]
         self.assertEqual(rc, 1 if ours_bad else 0, ours_bad)
 

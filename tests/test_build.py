@@ -35,6 +35,22 @@ class BuildTest(unittest.TestCase):
             self.assertTrue(reason)
         self.assertGreaterEqual(_native.runtime_version(), 11000)
 
+    @unittest.skipUnless(NVCC, "nvcc not on PATH: the native module is not expected")
+    def test_gemm_config_names_the_wgmma_tma_plan_without_a_gpu(self):
+        """What the benchmark records beside a wgmma_tma time (docs/perf-log.md: v6's narrow tiles for
+        M <= 128, split K for few tiles and long K); host arithmetic, 132 SMs as on the H200."""
+        from cuda_portfolio import _native
+
+        if not _native.has_sm90a_kernels:
+            self.skipTest("built without sm_90a kernels")
+        for (m, n, k), want in {(128, 8192, 8192): "128x64x64, 8 stages, split-K 1",
+                                (1024, 1024, 16384): "128x256x64, 4 stages, split-K 4",
+                                (4096, 4096, 4096): "128x256x64, 4 stages, split-K 1",
+                                (4000, 3000, 2000): "128x256x64, 4 stages, split-K 1"}.items():
+            with self.subTest(shape=(m, n, k)):
+                self.assertEqual(_native.gemm_config("wgmma_tma", m, n, k, 132), want)
+        self.assertEqual(_native.gemm_config("register_blocked", 4096, 4096, 4096, 132), "")
+
     def test_cuda_backend_unavailable_reason_without_gpu(self):
         if torch.cuda.is_available():
             self.skipTest("a GPU is present")

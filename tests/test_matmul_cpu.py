@@ -131,25 +131,25 @@ class TritonMatmulKernelTest(unittest.TestCase):
         with unittest.mock.patch.object(triton.testing, "do_bench", bench):
             self.assertIs(tm._fastest(configs, launcher), configs[2])
 
-    def test_tuned_config_names_the_pick_of_the_problem_class(self):
+    def test_kernel_config_names_the_pick_of_the_problem_class(self):
         """What the benchmark records: None until the class is tuned (and under the interpreter,
         which never tunes), then the picked tile and split as text, for every shape of the class."""
         tm = self.tm
         a, b = torch.randn(100, 200, dtype=torch.bfloat16), torch.randn(200, 300, dtype=torch.bfloat16)
         self.run_kernel("tiled", a, b)
-        self.assertIsNone(tm.tuned_config(a, b, "tiled", False))
+        self.assertIsNone(tm.kernel_config(a, b, "tiled", False))
         config = tm.TileConfig(128, 64, 128, 8, 4, 8)
         with unittest.mock.patch.dict(tm._TUNED, {tm._problem_class("tiled", a, b, False): config}), \
                 unittest.mock.patch.object(tm, "_num_sms", lambda t: 132):
             same_class = torch.randn(120, 248, dtype=torch.bfloat16), torch.randn(248, 292, dtype=torch.bfloat16)
             for a_, b_ in ((a, b), same_class):
                 with self.subTest(a=tuple(a_.shape), b=tuple(b_.shape)):
-                    self.assertEqual(tm.tuned_config(a_, b_, "tiled", False),
+                    self.assertEqual(tm.kernel_config(a_, b_, "tiled", False),
                                      "128x64x64, 4 warps, 8 stages, group 8, split-K 1")
             # Another kernel, dtype or operand layout is another class, tuned on its own.
-            self.assertIsNone(tm.tuned_config(a, b, "persistent_tma", False))
-            self.assertIsNone(tm.tuned_config(a.float(), b.float(), "tiled", False))
-            self.assertIsNone(tm.tuned_config(a.t().contiguous().t(), b, "tiled", False))
+            self.assertIsNone(tm.kernel_config(a, b, "persistent_tma", False))
+            self.assertIsNone(tm.kernel_config(a.float(), b.float(), "tiled", False))
+            self.assertIsNone(tm.kernel_config(a.t().contiguous().t(), b, "tiled", False))
 
     def test_choose_kernel_on_cpu_is_tiled(self):
         self.assertEqual(self.tm.choose_kernel(torch.randn(4, 8), torch.randn(8, 8), False), "tiled")

@@ -32,6 +32,9 @@ void bind_gemm(py::module_& m) {
                                     ConstMatrixView{nullptr, k, n, n, 1}, device);
       },
       py::arg("kernel"), py::arg("dtype"), py::arg("m"), py::arg("n"), py::arg("k"), py::arg("device"));
+  m.def("gemm_config", &gemm_config, py::arg("kernel"), py::arg("m"), py::arg("n"), py::arg("k"),
+        py::arg("sm_count"),
+        "The tile configuration the kernel takes for an M x N x K call on sm_count SMs ('' when it has one tile).");
   m.def(
       "gemm",
       [](const std::string& kernel, const std::string& dtype, bool allow_tf32, std::int64_t m_, std::int64_t n,

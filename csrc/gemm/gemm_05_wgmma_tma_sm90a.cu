@@ -60,6 +60,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "common/cuda_check.h"
@@ -656,6 +657,13 @@ std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64
   if (plan.splits == 1) return 0;
   const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + plan.bn - 1) / plan.bn);
   return counter_bytes(tiles) + static_cast<std::size_t>(tiles) * plan.splits * kBM * plan.bn * sizeof(float);
+}
+
+std::string wgmma_tma_config(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
+  const TilePlan plan = tile_plan(m, n, k, sm_count);
+  const int stages = plan.bn == Narrow::kBN ? Narrow::kStages : Wide::kStages;
+  return std::to_string(kBM) + "x" + std::to_string(plan.bn) + "x" + std::to_string(kBK) + ", " +
+         std::to_string(stages) + " stages, split-K " + std::to_string(plan.splits);
 }
 
 void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,

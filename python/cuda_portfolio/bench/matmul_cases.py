@@ -54,10 +54,9 @@ def _bind_cublas(inputs):
 
 
 def _describe_ours(module, kernel, allow_tf32):
-    """The tuned config, for backends that autotune (Triton): which tile ran, not only which kernel."""
-    if not hasattr(module, "tuned_config"):
-        return None
-    return lambda inputs: module.tuned_config(inputs[0], inputs[1], kernel, allow_tf32)
+    """Which tile configuration ran, not only which kernel: Triton's autotuned pick, the CUDA
+    wgmma_tma plan (tile, stages, split K)."""
+    return lambda inputs: module.kernel_config(inputs[0], inputs[1], kernel, allow_tf32)
 
 
 def _bind_ours(module, kernel, allow_tf32):

@@ -99,6 +99,13 @@ def choose_kernel(a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> str:
     return "register_blocked"
 
 
+def kernel_config(a: torch.Tensor, b: torch.Tensor, kernel: str, allow_tf32: bool) -> str | None:
+    """The tile configuration `kernel` takes for these operands (wgmma_tma: tile, stages, split K),
+    as the benchmark records it; None for kernels with one fixed tile."""
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    return native_module().gemm_config(kernel, a.shape[0], b.shape[1], a.shape[1], sms) or None
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel: str, allow_tf32: bool) -> None:
     """out = a @ b for 2-D CUDA tensors a (M, K), b (K, N) of one dtype, out contiguous (M, N)."""
     check_kernel(kernel, a, b, allow_tf32)

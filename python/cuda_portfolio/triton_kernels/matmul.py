@@ -386,7 +386,7 @@ def _problem_class(kernel: str, a: torch.Tensor, b: torch.Tensor, allow_tf32: bo
             _bucket(m), _bucket(n), _bucket(k))
 
 
-def tuned_config(a: torch.Tensor, b: torch.Tensor, kernel: str, allow_tf32: bool) -> str | None:
+def kernel_config(a: torch.Tensor, b: torch.Tensor, kernel: str, allow_tf32: bool) -> str | None:
     """The config the autotuner picked for this problem's class, as text (the benchmark records it);
     None before the class's first call, and under the interpreter (nothing is tuned there)."""
     a, b = _with_unit_stride(a), _with_unit_stride(b)
