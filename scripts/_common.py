@@ -1,5 +1,5 @@
 """Helpers shared by the scripts in this folder (inspect_kernel, profile_kernel, sanitizer_smoke,
-compare_backends). The package never imports this module; it only uses the package.
+compare_backends, the sweeps). The package never imports this module; it only uses the package.
 
 What runs is discovered, never listed here: plan/kernel names come from the public API
 (cp.softmax_plans / cp.matmul_kernels), shape limits from each backend's check_plan/check_kernel.
@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import os
 import shutil
+import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,6 +136,29 @@ def nvtx_range(message: str):
         return
     with nvtx.annotate(message, domain="cuda_portfolio"):
         yield
+
+
+def graph_time_us(call, copies: int, calls: int, replays: int) -> float:
+    """Microseconds per call of call(i), i cycling over `copies` input sets: one CUDA graph of `calls`
+    calls, replayed `replays` times, the median replay over `calls` (the sweep scripts' timing; the
+    benchmark's own method, with peers and A/A control, is cuda_portfolio.bench)."""
+    call(0)  # warm: compiles, and the allocator holds every size the calls take before the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for j in range(calls):
+            call(j % copies)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / calls)
+    return statistics.median(times)
 
 
 # ----------------------------------------------------------------------------- discovery

@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 
 import torch
 
@@ -102,28 +101,8 @@ def copy_tb_per_s(calls, replays):
     a copy-engine node, ~35% slower), timed as the points are: what the ratios divide by."""
     src = torch.randn(1 << 28, device="cuda")
     dst = torch.empty_like(src)
-    us = time_point(lambda i: torch.neg(src, out=dst), 1, calls, replays)
+    us = common.graph_time_us(lambda i: torch.neg(src, out=dst), 1, calls, replays)
     return 2 * src.numel() * src.element_size() / us / 1e6
-
-
-def time_point(call, copies, calls, replays):
-    call(0)  # warm: the allocator holds the workspace size before the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for j in range(calls):
-            call(j % copies)
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:
@@ -166,7 +145,7 @@ def main(argv=None) -> int:
                         os.environ[ENV] = forced
                     else:
                         os.environ.pop(ENV, None)
-                    us = time_point(call, copies, args.calls, args.replays)
+                    us = common.graph_time_us(call, copies, args.calls, args.replays)
                     out.fill_(float("nan"))
                     call(copies - 1)
                     err = ((out.double() - want).abs().max() / want.abs().max()).item()

@@ -204,6 +204,10 @@ class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
         self.assert_one_line_refusal(run_script("sweep_split_row_slices.py", "--shapes", "4x4194304", timeout=120),
                                      "sweep_split_row_slices.py")
 
+    def test_sweep_triton_matmul_configs(self):
+        self.assert_one_line_refusal(run_script("sweep_triton_matmul_configs.py", "--shapes", "128x8192x8192",
+                                                timeout=120), "sweep_triton_matmul_configs.py")
+
     def test_sanitizer_smoke_and_its_negative_control(self):
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", timeout=120), "sanitizer_smoke.py")
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", "--negative-control", timeout=120),

@@ -394,11 +394,15 @@ def kernel_config(a: torch.Tensor, b: torch.Tensor, kernel: str, allow_tf32: boo
     if config is None:
         return None
     m, k = a.shape
-    text = (f"{config.block_m}x{config.block_n}x{config.block_k(a.dtype)}, {config.num_warps} warps, "
+    split = split_k_for(config, m, b.shape[1], k, a.dtype, _num_sms(a)) if kernel == "tiled" else None
+    return config_text(config, a.dtype, split)
+
+
+def config_text(config: TileConfig, dtype: torch.dtype, split_k: int | None = None) -> str:
+    """A config as the benchmark and the sweep print it, e.g. '128x64x64, 4 warps, 8 stages, group 8'."""
+    text = (f"{config.block_m}x{config.block_n}x{config.block_k(dtype)}, {config.num_warps} warps, "
             f"{config.num_stages} stages, group {config.group_m}")
-    if kernel == "tiled":
-        text += f", split-K {split_k_for(config, m, b.shape[1], k, a.dtype, _num_sms(a))}"
-    return text
+    return text if split_k is None else f"{text}, split-K {split_k}"
 
 
 def _with_unit_stride(t: torch.Tensor) -> torch.Tensor:
