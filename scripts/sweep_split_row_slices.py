@@ -9,10 +9,11 @@ For each (shape, dtype, direction) it times the plan's own choice first (`rule`)
 in --slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts
 ("Nc", which can land on fewer slices). The count reaches the native layout through
 CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call. Each point is a CUDA graph of --calls launches (the
-per-call workspace memset included, as a user runs it) over input copies that together exceed twice
-the L2, replayed --replays times; the median replay / calls is the time. Every point's output is
-checked against float64 PyTorch, and its inputs unchanged. For looking at layouts, not for the
-README: the benchmark (python -m cuda_portfolio.bench) is what measures against peers.
+per-call workspace memset included, as a user runs it) over the benchmark's rotation of input copies
+(input_copies_for), replayed --replays times; the median replay / calls is the time, divided into the
+benchmark's device-copy ceiling. Every point's output is checked against float64 PyTorch, and its
+inputs unchanged. For looking at layouts, not for the README: the benchmark (python -m
+cuda_portfolio.bench) is what measures against peers.
 """
 from __future__ import annotations
 
@@ -89,22 +90,6 @@ def make_call(native_softmax, direction, inputs, out):
     return lambda i: native_softmax.backward(inputs[i][0], inputs[i][1], out, "split_row")
 
 
-def reference(direction, first, dy):
-    if direction == "fwd":
-        return torch.softmax(first.double(), dim=1)
-    y = first.double()
-    return y * (dy.double() - (y * dy.double()).sum(dim=1, keepdim=True))
-
-
-def copy_tb_per_s(calls, replays):
-    """The benchmark's copy ceiling (dst = -src over 1 GiB, an SM kernel; Tensor.copy_ in a graph is
-    a copy-engine node, ~35% slower), timed as the points are: what the ratios divide by."""
-    src = torch.randn(1 << 28, device="cuda")
-    dst = torch.empty_like(src)
-    us = common.graph_time_us(lambda i: torch.neg(src, out=dst), 1, calls, replays)
-    return 2 * src.numel() * src.element_size() / us / 1e6
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.replot:
@@ -114,21 +99,25 @@ def main(argv=None) -> int:
             plot_sweep(json.load(f), args.plot)
         return 0
     common.exit_without_gpu("sweep_split_row_slices.py")
+    from cuda_portfolio.bench.softmax_cases import softmax_backward_reference
+    from cuda_portfolio.bench.timing import (TimingSettings, default_method, device_copy_ceiling, input_copies_for,
+                                             l2_bytes)
     from cuda_portfolio.native import softmax as native_softmax
-    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    copy = copy_tb_per_s(args.calls, args.replays)
-    print(f"device copy {copy:.2f} TB/s")
+
+    method, reason = default_method()
+    l2 = l2_bytes()
+    copy = device_copy_ceiling(TimingSettings(method=method, method_reason=reason, l2_bytes=l2))["tb_per_s"]
+    print(f"device copy {copy:.2f} TB/s (the benchmark's ceiling)")
     records = []
     for shape_text in args.shapes.split(","):
-        rows, cols = map(int, shape_text.split("x"))
+        rows, cols = common.parse_shape(shape_text, "softmax")
         counts = [int(s) for s in args.slices.split(",")] if args.slices else DEFAULT_SLICES.get((rows, cols), [])
         for dname in args.dtype.split(","):
-            dtype = dtypes[dname]
+            dtype = common.parse_dtype(dname)
             for direction in args.direction.split(","):
                 operands = 1 if direction == "fwd" else 2
                 bytes_moved = rows * cols * dtype.itemsize * (operands + 1)
-                copies = max(1, math.ceil(2 * l2 / (rows * cols * dtype.itemsize * operands)) + 1)
+                copies = input_copies_for(bytes_moved, l2)
                 gen = torch.Generator(device="cuda").manual_seed(rows + cols)
                 inputs = []
                 for _ in range(copies):
@@ -136,7 +125,8 @@ def main(argv=None) -> int:
                     dy = torch.randn(rows, cols, device="cuda", dtype=dtype, generator=gen)
                     inputs.append((x if direction == "fwd" else torch.softmax(x.float(), 1).to(dtype), dy))
                 kept = [(a.clone(), b.clone()) for a, b in inputs[-1:]]
-                want = reference(direction, *inputs[-1])
+                want = (torch.softmax(inputs[-1][0].double(), dim=1) if direction == "fwd"
+                        else softmax_backward_reference(*inputs[-1]))
                 out = torch.empty(rows, cols, device="cuda", dtype=dtype)
                 call = make_call(native_softmax, direction, inputs, out)
                 rule_us = None
@@ -149,7 +139,7 @@ def main(argv=None) -> int:
                     out.fill_(float("nan"))
                     call(copies - 1)
                     err = ((out.double() - want).abs().max() / want.abs().max()).item()
-                    ok = (math.isfinite(err) and err < (1e-5 if dtype == torch.float32 else 1e-2)
+                    ok = (math.isfinite(err) and err <= common.TOLERANCE["softmax"][dtype]
                           and all(torch.equal(a, b) for a, b in zip(kept[0], inputs[-1])))
                     rule_us = us if forced is None else rule_us
                     rec = {"shape": [rows, cols], "dtype": dname, "direction": direction,

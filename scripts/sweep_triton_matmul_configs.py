@@ -6,10 +6,10 @@
 
 For each shape and dtype: cuBLAS (torch.matmul), then each Triton kernel at every config of its
 autotune space and at the candidates below (the tiled kernel at split_k_for's split and unsplit).
-The config the autotuner picks for the shape (one cp.matmul call, then kernel_config) is marked.
-Each point is a CUDA graph of --calls launches over input copies that together exceed twice the
-L2 (_common.graph_time_us). Its output is NaN-poisoned, then checked against float64 torch, and its
-inputs are checked unchanged. A config that does not fit the GPU is listed as such. For looking at
+The config the autotuner picks for the shape (one matmul call, then kernel_config) is marked. Each
+point is a CUDA graph of --calls launches over the benchmark's rotation of input copies
+(input_copies_for; _common.graph_time_us). Its output is NaN-poisoned, then checked against float64
+torch, and its inputs are checked unchanged. A config that does not fit the GPU is listed as such. For looking at
 configs, not for the README: the benchmark (python -m cuda_portfolio.bench) measures against peers.
 """
 from __future__ import annotations
@@ -44,6 +44,7 @@ def main(argv=None) -> int:
     import triton
 
     from cuda_portfolio.bench.case import relative_error
+    from cuda_portfolio.bench.timing import input_copies_for
     from cuda_portfolio.triton_kernels import matmul as tm
 
     props = torch.cuda.get_device_properties(0)
@@ -54,7 +55,7 @@ def main(argv=None) -> int:
         m, n, k = common.parse_shape(shape_text, "matmul")
         for dtype_text in args.dtype.split(","):
             dtype = common.parse_dtype(dtype_text)
-            copies = max(1, math.ceil(2 * l2 / ((m * k + k * n) * dtype.itemsize)) + 1)
+            copies = input_copies_for((m * k + k * n + m * n) * dtype.itemsize, l2)
             inputs = [(torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype))
                       for _ in range(copies)]
             kept = tuple(t.clone() for t in inputs[-1])

@@ -2,8 +2,8 @@
 // and 1024-class shapes, row-major operands. The float64 CPU reference is computed once per
 // (dtype, shape) per run and shared by the versions (a 1024^3 reference is ~2 GFLOP).
 // One kernel launch per case; wgmma_tma splitting K (1024^3: 4 slices) uses tile counters in the
-// case's workspace, zeroed once when it is allocated (each launch leaves them zero). 100x8456x520 (133 tiles 64 wide) takes wgmma_tma's 128 x 64 tiles on
-// GPUs of up to 147 SMs.
+// case's workspace, zeroed once when it is allocated (each launch leaves them zero).
+// 100x8456x520 (133 tiles 64 wide) takes wgmma_tma's 128 x 64 tiles on GPUs of up to 147 SMs.
 #include <cstdio>
 #include <map>
 #include <memory>

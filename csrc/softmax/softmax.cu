@@ -77,14 +77,13 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 //   unit, softmax-plans-v13.json): split_row, except forward where block_online's rows re-read
 //   from L2. At 2048x50257 v13's split_row measured 0.86 / 0.78 fp32 (block_online 0.79 / 0.73)
 //   and 0.77 / 0.83 bf16 (block_online 0.78 / 0.67; bf16 forward keeps block_online: 3 rows per
-//   SM fit L2).
-//   split_row measured 0.86-0.93 fp32 / 0.83-0.89 bf16 at 1024x131072 (cluster 0.74, block_online
-//   0.60-0.79) and was the best plan at 256x262144, 32x1M and 4x4M in both directions; at
-//   4096x32768 backward 0.96 / 0.99 (block_online 0.94 / 0.98), forward block_online 0.97 / 0.96
-//   (split_row 0.96 / 0.84). Forward keeps block_online only with >= 2 rows per SM in L2: at bf16
-//   1024x131072 (1 row per SM) split_row measured 0.83 against block_online's 0.79 (through
-//   auto at 6a834aa: 0.84). The rules below are
-//   for the rows it does not stream:
+//   SM fit L2). split_row measured 0.86-0.93 fp32 / 0.83-0.89 bf16 at 1024x131072 (cluster 0.74,
+//   block_online 0.60-0.79) and was the best plan at 256x262144, 32x1M and 4x4M in both
+//   directions; at 4096x32768 backward 0.96 / 0.99 (block_online 0.94 / 0.98), forward
+//   block_online 0.97 / 0.96 (split_row 0.96 / 0.84). Forward keeps block_online only with >= 2
+//   rows per SM in L2: at bf16 1024x131072 (1 row per SM) split_row measured 0.83 against
+//   block_online's 0.79 (through auto at 6a834aa: 0.84). The rules below are for the rows it
+//   does not stream:
 // - fewer than ~32 rows: split_row, which spreads a row over the most blocks (0.47-0.64x copy;
 //   cluster_split_row 0.25-0.54x, block_online 0.04-0.34x);
 // - backward at 513-1024 columns: block_per_row (16384x1024: 1.01x fp32, 0.90x bf16; warp_per_row

@@ -18,10 +18,9 @@ def base_record(case: Case, provider) -> dict:
     return {"op": case.op, "direction": case.direction, "dtype": str(case.dtype).removeprefix("torch."),
             "shape": list(case.shape), "provider": provider.name, "kind": provider.kind, "plan": provider.plan,
             "resolved_plan": provider.resolved_plan, "config": None, "control_of": provider.control_of,
-            "status": provider.status,
-            "reason": provider.reason, "method": None, "method_reason": "", "launches_per_sample": None,
-            "input_copies": None, "time_ms": None, "bytes": case.bytes, "flops": case.flops, "tb_per_s": None,
-            "tflop_per_s": None, "ratio_to_ceiling": None, "ratio_to_peers": {},
+            "status": provider.status, "reason": provider.reason, "method": None, "method_reason": "",
+            "launches_per_sample": None, "input_copies": None, "time_ms": None, "bytes": case.bytes,
+            "flops": case.flops, "tb_per_s": None, "tflop_per_s": None, "ratio_to_ceiling": None, "ratio_to_peers": {},
             "validation": {"rel_err": None, "tolerance": case.tolerance}}
 
 
