@@ -208,6 +208,9 @@ class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
         self.assert_one_line_refusal(run_script("sweep_triton_matmul_configs.py", "--shapes", "128x8192x8192",
                                                 timeout=120), "sweep_triton_matmul_configs.py")
 
+    def test_sweep_matmul_layouts(self):
+        self.assert_one_line_refusal(run_script("sweep_matmul_layouts.py", timeout=120), "sweep_matmul_layouts.py")
+
     def test_sanitizer_smoke_and_its_negative_control(self):
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", timeout=120), "sanitizer_smoke.py")
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", "--negative-control", timeout=120),
