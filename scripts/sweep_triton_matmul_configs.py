@@ -23,8 +23,9 @@ import torch
 
 import _common as common
 
-# Tiles outside the autotune spaces, tried here first: cuBLAS's 128x64 / 8-stage tile at M <= 128
-# (docs/perf-log.md), and deeper or narrower variants of the spaces' tiles.
+# Tiles tried beside the autotune spaces: cuBLAS's 128x64 / 8-stage tile at M <= 128
+# (docs/perf-log.md), and deeper or narrower variants of the spaces' tiles. The first and third
+# joined PERSISTENT_CONFIGS after this sweep's first run (e7a4213); for the tiled kernel all four are new.
 CANDIDATES = ((128, 64, 128, 8, 4, 8), (128, 64, 128, 8, 4, 6), (64, 128, 128, 8, 4, 6), (128, 128, 128, 8, 8, 5))
 
 

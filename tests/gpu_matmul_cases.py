@@ -114,6 +114,24 @@ class MatmulGpuTest(GpuTestCase):
                                    self.operand(512, 264, torch.bfloat16), False, 1e-2, "persistent_tma aligned")
         self.assertTrue(ran, "persistent_tma refused 16-byte aligned operands on this GPU")
 
+    def test_persistent_tma_every_config(self):
+        """The autotuner may pick any tile of the space: each one, pinned, on clipped edges (M, N not
+        tile multiples) with both B layouts, every dtype; outputs poisoned, inputs unchanged."""
+        tm = backend_module("triton")
+        for config in tm.PERSISTENT_CONFIGS:
+            for dtype in DTYPES:
+                for b_cm in (False, True):
+                    a, b = self.operand(300, 520, dtype), self.operand(520, 264, dtype, b_cm)
+                    what = f"persistent_tma {tm.config_text(config, dtype)} {dtype} b_cm={b_cm}"
+                    with self.subTest(what):
+                        tm.check_kernel("persistent_tma", a, b, False)
+                        before_a, before_b = a.clone(), b.clone()
+                        out = poisoned_like(torch.empty(300, 264, dtype=dtype, device="cuda"))
+                        tm.launch_persistent_tma(a, b, out, config, False)
+                        torch.cuda.synchronize()
+                        self.assertTrue(torch.equal(a, before_a) and torch.equal(b, before_b), f"{what}: input modified")
+                        self.assertClose(out, a.double() @ b.double(), TOLERANCE[dtype], what)
+
     def test_split_k_shape(self):
         # Few output tiles, long K: the tiled kernel splits K here.
         a = self.operand(256, 16384, torch.bfloat16)

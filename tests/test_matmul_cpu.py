@@ -124,7 +124,8 @@ class TritonMatmulKernelTest(unittest.TestCase):
         self.assertEqual(launched, [configs[0], configs[1]])
         times = {configs[1]: 2.0, configs[2]: 1.0}
 
-        def bench(fn, warmup, rep):
+        def bench(fn, warmup, rep, return_mode):
+            self.assertEqual(return_mode, "median")  # one slow launch must not flip the pick
             fn()
             return times[launched[-1]]
 
