@@ -115,11 +115,16 @@ class MatmulGpuTest(GpuTestCase):
         self.assertTrue(ran, "persistent_tma refused 16-byte aligned operands on this GPU")
 
     def test_persistent_tma_every_config(self):
-        """The autotuner may pick any tile of the space: each one, pinned, on clipped edges (M, N not
-        tile multiples) with both B layouts, every dtype; outputs poisoned, inputs unchanged."""
+        """The autotuner may pick any tile of the space that fits: each one, pinned, on clipped edges
+        (M, N not tile multiples) with both B layouts, every dtype; outputs poisoned, inputs unchanged.
+        A tile that does not fit (128x256 fp32 exceeds shared memory) is one the autotuner skips too,
+        but every dtype must run at least one tile."""
+        import triton
+
         tm = backend_module("triton")
-        for config in tm.PERSISTENT_CONFIGS:
-            for dtype in DTYPES:
+        for dtype in DTYPES:
+            ran = 0
+            for config in tm.PERSISTENT_CONFIGS:
                 for b_cm in (False, True):
                     a, b = self.operand(300, 520, dtype), self.operand(520, 264, dtype, b_cm)
                     what = f"persistent_tma {tm.config_text(config, dtype)} {dtype} b_cm={b_cm}"
@@ -127,10 +132,15 @@ class MatmulGpuTest(GpuTestCase):
                         tm.check_kernel("persistent_tma", a, b, False)
                         before_a, before_b = a.clone(), b.clone()
                         out = poisoned_like(torch.empty(300, 264, dtype=dtype, device="cuda"))
-                        tm.launch_persistent_tma(a, b, out, config, False)
+                        try:
+                            tm.launch_persistent_tma(a, b, out, config, False)
+                        except triton.runtime.errors.OutOfResources:
+                            continue
                         torch.cuda.synchronize()
+                        ran += 1
                         self.assertTrue(torch.equal(a, before_a) and torch.equal(b, before_b), f"{what}: input modified")
                         self.assertClose(out, a.double() @ b.double(), TOLERANCE[dtype], what)
+            self.assertGreater(ran, 0, f"no persistent_tma tile fits for {dtype}")
 
     def test_split_k_shape(self):
         # Few output tiles, long K: the tiled kernel splits K here.
