@@ -224,6 +224,36 @@ class MatmulGpuTest(GpuTestCase):
                     self.assertEqual(workspace, 0, f"{what}: K is split")
                     self.wgmma_tma_runs(module, a, b, 2, what)
 
+    def test_wgmma_tma_tall_tiles_when_only_b_is_off_sectors(self):
+        """B's lines start off 32-byte sectors, A's on them, K not split: wgmma_tma runs 256x128 tiles
+        (two 64-row wgmma tiles per consumer). Both A layouts, B row- and column-major, both
+        epilogues (direct stores when C's rows are not 16-byte aligned), M and N clipped, both
+        16-bit dtypes, the same bits run to run, and the plan the benchmark records."""
+        from cuda_portfolio.native import DTYPE_NAMES, native_module
+        from cuda_portfolio.native.matmul import kernel_config
+
+        module = self.wgmma_tma_module()
+        device = torch.cuda.current_device()
+        # (M, N, K, A column-major, B column-major): A's lines (K or M long) are multiples of 16
+        # elements, B's (N or K long) are not; >= 16 x 12 tiles of 128 x 256, so K is never split.
+        for m, n, k, a_cm, b_cm in (
+            (4096, 3000, 2048, False, False),  # the benchmark's misaligned-N case
+            (2000, 3000, 528, False, False),   # M and N clipped (2000 = 7 x 256 + 208, 3000 = 23 x 128 + 56)
+            (2000, 3064, 1000, True, True),    # B column-major with 2,000-byte lines, A column-major
+            (2000, 3001, 1000, True, True),    # ... and C's rows unaligned: direct stores
+            (1936, 3000, 512, True, False),
+        ):
+            for dtype in (torch.bfloat16, torch.float16):
+                what = f"cuda/wgmma_tma tall {dtype} {m}x{n}x{k} a_cm={a_cm} b_cm={b_cm}"
+                with self.subTest(what):
+                    a, b = self.operand(m, k, dtype, a_cm), self.operand(k, n, dtype, b_cm)
+                    module.check_kernel("wgmma_tma", a, b, False)  # a refusal here is a failure
+                    self.assertTrue(kernel_config(a, b, "wgmma_tma", False).startswith("256x128x64"),
+                                    f"{what}: ran {kernel_config(a, b, 'wgmma_tma', False)}")
+                    workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
+                    self.assertEqual(workspace, 0, f"{what}: K is split")
+                    self.wgmma_tma_runs(module, a, b, 2, what)
+
     def test_public_api_auto_batched_forward_backward(self):
         for backend in ("auto", "cuda", "triton"):
             for dtype in DTYPES:

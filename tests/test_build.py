@@ -38,18 +38,30 @@ class BuildTest(unittest.TestCase):
     @unittest.skipUnless(NVCC, "nvcc not on PATH: the native module is not expected")
     def test_gemm_config_names_the_wgmma_tma_plan_without_a_gpu(self):
         """What the benchmark records beside a wgmma_tma time (docs/perf-log.md: v6's narrow tiles for
-        M <= 128, split K for few tiles and long K); host arithmetic, 132 SMs as on the H200."""
+        M <= 128, split K for few tiles and long K, v8's tall tiles when only B's lines start off
+        32-byte sectors); host arithmetic, 132 SMs as on the H200."""
         from cuda_portfolio import _native
 
         if not _native.has_sm90a_kernels:
             self.skipTest("built without sm_90a kernels")
-        for (m, n, k), want in {(128, 8192, 8192): "128x64x64, 8 stages, split-K 1",
-                                (1024, 1024, 16384): "128x256x64, 4 stages, split-K 4",
-                                (4096, 4096, 4096): "128x256x64, 4 stages, split-K 1",
-                                (4000, 3000, 2000): "128x256x64, 4 stages, split-K 1"}.items():
-            with self.subTest(shape=(m, n, k)):
-                self.assertEqual(_native.gemm_config("wgmma_tma", m, n, k, 132), want)
-        self.assertEqual(_native.gemm_config("register_blocked", 4096, 4096, 4096, 132), "")
+        def config(kernel, m, n, k, b_column_major=False, base=0):
+            """Row-major A; B row- or column-major; both at `base` (never dereferenced)."""
+            b_strides = (1, k) if b_column_major else (n, 1)
+            return _native.gemm_config(kernel, m, n, k, base, k, 1, base, *b_strides, 132)
+
+        # B's rows of 6,000 bytes start off 32-byte sectors and A's of 4,000 or 4,096 bytes on them:
+        # 256 x 128 tiles, unless K is split or B is column-major (its lines are then K long too).
+        for (m, n, k, b_cm, base), want in {(128, 8192, 8192, False, 0): "128x64x64, 8 stages, split-K 1",
+                                            (1024, 1024, 16384, False, 0): "128x256x64, 4 stages, split-K 4",
+                                            (4096, 4096, 4096, False, 0): "128x256x64, 4 stages, split-K 1",
+                                            (4000, 3000, 2000, False, 0): "256x128x64, 4 stages, split-K 1",
+                                            (4096, 3000, 2048, False, 0): "256x128x64, 4 stages, split-K 1",
+                                            (4096, 3000, 2048, True, 0): "128x256x64, 4 stages, split-K 1",
+                                            (4096, 3072, 2048, False, 16): "128x256x64, 4 stages, split-K 1",
+                                            (512, 1000, 8192, False, 0): "128x256x64, 4 stages, split-K 8"}.items():
+            with self.subTest(shape=(m, n, k), b_column_major=b_cm, base=base):
+                self.assertEqual(config("wgmma_tma", m, n, k, b_cm, base), want)
+        self.assertEqual(config("register_blocked", 4096, 4096, 4096), "")
 
     def test_cuda_backend_unavailable_reason_without_gpu(self):
         if torch.cuda.is_available():

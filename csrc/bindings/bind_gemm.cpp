@@ -32,9 +32,17 @@ void bind_gemm(py::module_& m) {
                                     ConstMatrixView{nullptr, k, n, n, 1}, device);
       },
       py::arg("kernel"), py::arg("dtype"), py::arg("m"), py::arg("n"), py::arg("k"), py::arg("device"));
-  m.def("gemm_config", &gemm_config, py::arg("kernel"), py::arg("m"), py::arg("n"), py::arg("k"),
-        py::arg("sm_count"),
-        "The tile configuration the kernel takes for an M x N x K call on sm_count SMs ('' when it has one tile).");
+  m.def(
+      "gemm_config",
+      [](const std::string& kernel, std::int64_t m_, std::int64_t n, std::int64_t k, std::uintptr_t a,
+         std::int64_t a_row_stride, std::int64_t a_col_stride, std::uintptr_t b, std::int64_t b_row_stride,
+         std::int64_t b_col_stride, int sm_count) {
+        return gemm_config(kernel, ConstMatrixView{as_ptr<const void>(a), m_, k, a_row_stride, a_col_stride},
+                           ConstMatrixView{as_ptr<const void>(b), k, n, b_row_stride, b_col_stride}, sm_count);
+      },
+      py::arg("kernel"), py::arg("m"), py::arg("n"), py::arg("k"), py::arg("a"), py::arg("a_row_stride"),
+      py::arg("a_col_stride"), py::arg("b"), py::arg("b_row_stride"), py::arg("b_col_stride"), py::arg("sm_count"),
+      "The tile configuration the kernel takes for these operands on sm_count SMs ('' when it has one tile).");
   m.def(
       "gemm",
       [](const std::string& kernel, const std::string& dtype, bool allow_tf32, std::int64_t m_, std::int64_t n,

@@ -157,12 +157,12 @@ std::size_t gemm_workspace_bytes(const std::string& kernel, DType dtype, const C
   return 0;
 }
 
-std::string gemm_config(const std::string& kernel, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
+std::string gemm_config(const std::string& kernel, const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   Version v;
-  if (find_version(kernel, v) && v == Version::WgmmaTma) return gemm_versions::wgmma_tma_config(m, n, k, sm_count);
+  if (find_version(kernel, v) && v == Version::WgmmaTma) return gemm_versions::wgmma_tma_config(a, b, sm_count);
 #else
-  (void)kernel, (void)m, (void)n, (void)k, (void)sm_count;
+  (void)kernel, (void)a, (void)b, (void)sm_count;
 #endif
   return "";
 }

@@ -47,10 +47,11 @@ std::string gemm_check(const std::string& kernel, DType dtype, bool allow_tf32, 
 std::size_t gemm_workspace_bytes(const std::string& kernel, DType dtype, const ConstMatrixView& a,
                                  const ConstMatrixView& b, int device);
 
-// The tile configuration `kernel` takes for an M x N x K call on a GPU of sm_count SMs, for the
-// kernels that choose one per call (wgmma_tma: tile, stages, split K; the benchmark records it);
-// "" for the others, whose one tile their file's header names. Host-side only: no GPU needed.
-std::string gemm_config(const std::string& kernel, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count);
+// The tile configuration `kernel` takes for C = A @ B on a GPU of sm_count SMs, for the kernels
+// that choose one per call (wgmma_tma: tile, stages, split K, from the shape and the operands'
+// alignment; the benchmark records it); "" for the others, whose one tile their file's header
+// names. Host-side only (the views' pointers are read, never dereferenced): no GPU needed.
+std::string gemm_config(const std::string& kernel, const ConstMatrixView& a, const ConstMatrixView& b, int sm_count);
 
 // C = A @ B on `stream`. fp32 inputs use tf32 tensor cores only when allow_tf32 and the
 // version has a tf32 path; otherwise they are computed in fp32.

@@ -1,19 +1,23 @@
 // Version 5, Hopper (sm_90a): TMA -> shared-memory stage ring on mbarriers -> wgmma,
-// warp-specialised and persistent. fp16/bf16 in, fp32 accumulate. One kernel, two tile widths
-// (template parameter kBN, chosen per call by tile_plan()):
-//  - 128 x 256 tiles, 4 stages of 48 KiB, wgmma.m64n256k16: every shape but the next.
+// warp-specialised and persistent. fp16/bf16 in, fp32 accumulate. One kernel, three tiles
+// (template parameters kBM x kBN, chosen per call by tile_plan()):
+//  - 128 x 256 tiles, 4 stages of 48 KiB, wgmma.m64n256k16: every shape but the next two.
 //  - 128 x 64 tiles, 8 stages of 24 KiB, wgmma.m64n64k16, no split K: M <= 128 with at least
 //    ~0.9 x #SMs 64-wide tiles (e.g. 128x8192x8192), where 128 x 256 tiles needed split K.
+//  - 256 x 128 tiles, 4 stages of 48 KiB, two wgmma.m64n128k16 per consumer, no split K: B's
+//    lines start off 32-byte sectors while A's start on them (e.g. row-major B with N = 3000).
+//    The L2's request coalescer merges few of the loads of such lines that neighbouring blocks
+//    share, so B gets the smaller share of the tile's loads (docs/perf-log.md, v8).
 // Plan: 384 threads = 3 warpgroups. Warpgroup 0 is the producer: after setmaxnreg drops it to
 // 40 registers, one thread walks this block's work units and, per 64-wide K block, waits for
 // a free stage (`empty` mbarrier), arms the stage's `full` mbarrier with the byte count and
-// issues the TMA loads of a 128x64 A tile and a 64 x BN B tile (128-byte swizzle, zero fill
+// issues the TMA loads of a BM x 64 A tile and a 64 x BN B tile (128-byte swizzle, zero fill
 // past the matrix edge, so any M, N, K). Warpgroups 1 and 2 are consumers (setmaxnreg 232):
-// each owns 64 rows of the 128 x BN output tile, BN / 2 fp32 accumulators per thread (128 or
-// 32), and per K block waits on `full`, issues 4 wgmma.m64nBNk16 reading both operands from
-// shared memory through matrix descriptors, and keeps that group in flight while it waits for
-// the next stage: the previous group's completion (wgmma.wait_group 1) releases the previous
-// stage (`empty`).
+// each owns BM / 2 rows of the BM x BN output tile as BM / 128 wgmma tiles of 64 x BN, BM x BN /
+// 256 fp32 accumulators per thread (128, or 32 at 128 x 64), and per K block waits on `full`,
+// issues 4 k16 steps of wgmma.m64nBNk16 per wgmma tile reading both operands from shared memory
+// through matrix descriptors, and keeps that group in flight while it waits for the next stage:
+// the previous group's completion (wgmma.wait_group 1) releases the previous stage (`empty`).
 // Each operand may be K-major or MN-major (row- or column-major in memory, no copy): the
 // tensor map's box and the descriptor's strides follow the layout and the wgmma transpose
 // bit says which. Persistent: grid = min(#SMs, work units), units visited in grouped order
@@ -32,18 +36,19 @@
 // So the caller zeroes a workspace once, not per launch: v6 put a memset node before every
 // split-K launch, and the benchmark measured 1024²x16384 at 0.85 of cuBLAS against 0.96 kernel
 // against kernels under ncu.
-// Epilogue (C 16-byte aligned): each consumer rounds its 64 x BN accumulators to T into a
+// Epilogue (C 16-byte aligned): each consumer rounds each 64 x BN wgmma tile to T into a
 // shared buffer of 64 x 64 boxes (128-byte swizzle, conflict-free 4-byte stores), two boxes (a
-// 128-column half) at a time at BN = 256, its one box at BN = 64, and one thread issues TMA
+// 128-column half) at a time at BN = 256 and 128, its one box at BN = 64, and one thread issues TMA
 // stores that clip at the matrix edge; the last ones stay in flight while the next tile's MMAs
 // start. Otherwise (misaligned C) the accumulators are stored straight from registers, masked at
 // the edges.
-// Shared memory (both <= 227 KiB, static_assert in TileConfig), a 192 KiB stage ring either way:
-//   BN = 256: 4 x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue + 1 KiB alignment slack = 225 KiB
-//             dynamic, + 80 B static (barriers, split ticket);
-//   BN = 64:  8 x (16 KiB A + 8 KiB B) + 2 x 8 KiB epilogue + 1 KiB = 209 KiB, + 144 B static.
-// The folding block stashes its own partial, 32 (BN = 256) or 16 (BN = 64) accumulators at a
-// time, in its epilogue buffer.
+// Shared memory (all <= 227 KiB, static_assert in TileConfig), a 192 KiB stage ring each:
+//   128 x 256: 4 x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue + 1 KiB alignment slack = 225 KiB
+//              dynamic, + 80 B static (barriers, split ticket);
+//   256 x 128: 4 x (32 KiB A + 16 KiB B) + 2 x 16 KiB epilogue + 1 KiB = 225 KiB, + 80 B static;
+//   128 x 64:  8 x (16 KiB A + 8 KiB B) + 2 x 8 KiB epilogue + 1 KiB = 209 KiB, + 144 B static.
+// The folding block stashes its own partial, 32 (16 at 128 x 64) accumulators at a time, in its
+// epilogue buffer (only 128 x 256 tiles split K, but the fold is written for any tile).
 // Expected bound: 128 x 256 tiles: tensor-core issue, ~0.85-1.0x cuBLAS bf16 (600-730 TFLOP/s on
 // H200) on large shapes; one consumer's epilogue still stalls its own next tile, which ping-pong
 // consumers (two tiles in flight) and 2-CTA clusters with TMA multicast would still remove.
@@ -52,6 +57,8 @@
 // 128 x 64 tiles: DRAM, reading B once (128 MiB at 128x8192x8192: ~32 us at the 4.26 TB/s copy
 // ceiling; cuBLAS's 128 x 64, 8-stage kernel takes 37.2 us); every block also re-reads all of A
 // from L2 (no cluster multicast).
+// 256 x 128 tiles: as 128 x 256 (the same bytes per FLOP), less the part of the misaligned B's
+// L2 cost that the tile moves onto A; expected ~0.95x cuBLAS at 4096x3000x2048 (128 x 256: 0.89).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -73,12 +80,11 @@ namespace {
 
 using namespace cp::hopper;  // mbarriers, named barriers, smem_addr
 
-constexpr int kBM = 128, kBK = 64;
+constexpr int kBK = 64;
 constexpr int kConsumers = 2, kThreads = 128 * (kConsumers + 1);
 constexpr int kGroupRows = 8;
 constexpr int kSwizzleElems = 64;                        // 128 bytes of 16-bit elements: one swizzle row
-constexpr int kATileBytes = kBM * kBK * 2;
-constexpr int kRingBytes = 192 * 1024;                   // the stage ring, whatever the tile width
+constexpr int kRingBytes = 192 * 1024;                   // the stage ring, whatever the tile
 constexpr int kOutBoxBytes = 64 * kSwizzleElems * 2;     // one 64 x 64 box of C, 128-byte swizzle
 constexpr int kMinKBlocksPerSplit = 4;
 // Split K: the per-tile counter word (low 16 bits: tickets taken, high 16 bits: partials
@@ -87,18 +93,24 @@ constexpr unsigned kPublished = 1u << 16;
 constexpr std::size_t kCounterAlign = 256;  // the partials start 256-byte aligned after the counters
 constexpr int kSplitBarrier = 3;            // named barrier over both consumers (256 threads)
 
-// One tile configuration: a kBM x kBN output tile; everything sized by the tile width follows.
-template <int kBN_>
+// One tile configuration: a kBM x kBN output tile; everything sized by the tile follows. Each
+// consumer owns kBM / 2 rows as kSubTiles wgmma tiles of 64 x kBN.
+template <int kBM_, int kBN_>
 struct TileConfig {
-  static constexpr int kBN = kBN_;
-  static_assert(kBN == 256 || kBN == 64, "wgmma wrappers exist for n256 and n64");
-  static constexpr int kAcc = kBN / 2;  // fp32 accumulators per consumer thread: 64 x kBN over 128 threads
+  static constexpr int kBM = kBM_, kBN = kBN_;
+  static_assert(kBM == 128 || kBM == 256, "one or two 64-row wgmma tiles per consumer");
+  static_assert(kBN == 256 || kBN == 128 || kBN == 64, "wgmma wrappers exist for n256, n128 and n64");
+  static constexpr int kRowsPerConsumer = kBM / kConsumers;
+  static constexpr int kSubTiles = kRowsPerConsumer / 64;
+  static constexpr int kSubAcc = kBN / 2;            // fp32 accumulators per thread per 64 x kBN wgmma tile
+  static constexpr int kAcc = kSubTiles * kSubAcc;   // per consumer thread: kBM / 2 x kBN over 128 threads
+  static constexpr int kATileBytes = kBM * kBK * 2;
   static constexpr int kBTileBytes = kBK * kBN * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
-  static constexpr int kStages = kRingBytes / kStageBytes;  // 4 at BN = 256, 8 at BN = 64
+  static constexpr int kStages = kRingBytes / kStageBytes;  // 4 at 128 x 256 and 256 x 128, 8 at 128 x 64
   static_assert(kRingBytes % kStageBytes == 0, "whole stages fill the ring");
-  // Epilogue staging, per consumer: up to two 64 x 64 boxes of its 64 x kBN accumulator tile at a
-  // time (a 64 x 128 half at BN = 256, the whole 64 x 64 at BN = 64).
+  // Epilogue staging, per consumer: up to two 64 x 64 boxes of a 64 x kBN wgmma tile at a time (a
+  // 64 x 128 half at BN = 256, the whole tile at BN = 128 and 64).
   static constexpr int kOutBoxes = kBN / kSwizzleElems < 2 ? kBN / kSwizzleElems : 2;
   static constexpr int kOutBufBytes = kOutBoxes * kOutBoxBytes;
   // Dynamic shared memory: the ring, the epilogue buffers, and slack for the 1024-byte alignment.
@@ -107,12 +119,19 @@ struct TileConfig {
   static_assert(kSmemBytes + kStaticSmemBytes <= 227 * 1024, "over the 227 KiB a block may use");
   static constexpr int kPartialFloats = kBM * kBN;  // one split's fp32 partial tile in the workspace
   // float4 per thread per split in one step of the fold: the stash of a step fills at most the
-  // epilogue buffer (8 at BN = 256, 4 at BN = 64).
+  // epilogue buffer (8 at 128 x 256 and 256 x 128, 4 at 128 x 64).
   static constexpr int kFoldVecs = kOutBufBytes / (128 * 16) < 8 ? kOutBufBytes / (128 * 16) : 8;
   static_assert(kAcc / 4 % kFoldVecs == 0, "the fold walks a thread's float4 in whole steps");
 };
-using Wide = TileConfig<256>;
-using Narrow = TileConfig<64>;
+using Wide = TileConfig<128, 256>;
+using Narrow = TileConfig<128, 64>;
+using Tall = TileConfig<256, 128>;
+
+// A consumer's accumulators of wgmma tile `sub` (rows 64 * sub of its kRowsPerConsumer).
+template <class Cfg>
+__device__ __forceinline__ float (&sub_tile(float (&acc)[Cfg::kAcc], int sub))[Cfg::kSubAcc] {
+  return *reinterpret_cast<float(*)[Cfg::kSubAcc]>(acc + sub * Cfg::kSubAcc);
+}
 
 // ---- TMA tensor copies and wgmma wrappers (PTX; the mbarriers are in common/hopper_async.cuh) ----
 
@@ -221,6 +240,24 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t 
 #undef CP_WGMMA_M64N256K16
 }
 
+// D(64x128, fp32) += A(64x16) * B(16x128), both from shared memory; as above.
+template <typename T, int kTransA, int kTransB>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b) {
+  constexpr bool kHalf = std::is_same_v<T, __half>;
+#define CP_WGMMA_M64N128K16(TYPE)                                                                        \
+  asm volatile(                                                                                          \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                       \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %66, %67;\n}\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+      : "l"(desc_a), "l"(desc_b), "n"(kTransA), "n"(kTransB))
+  if constexpr (kHalf) {
+    CP_WGMMA_M64N128K16("f16");
+  } else {
+    CP_WGMMA_M64N128K16("bf16");
+  }
+#undef CP_WGMMA_M64N128K16
+}
+
 // D(64x64, fp32) += A(64x16) * B(16x64), both from shared memory; as above.
 template <typename T, int kTransA, int kTransB>
 __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b) {
@@ -239,11 +276,13 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], std::uint64_t de
 #undef CP_WGMMA_M64N64K16
 }
 
-// One k16 step of a consumer's 64 x kBN tile: the wgmma of that width.
+// One k16 step of a 64 x kBN wgmma tile: the wgmma of that width.
 template <typename T, int kBN, int kTransA, int kTransB>
 __device__ __forceinline__ void wgmma_k16(float (&d)[kBN / 2], std::uint64_t desc_a, std::uint64_t desc_b) {
   if constexpr (kBN == 256) {
     wgmma_m64n256k16<T, kTransA, kTransB>(d, desc_a, desc_b);
+  } else if constexpr (kBN == 128) {
+    wgmma_m64n128k16<T, kTransA, kTransB>(d, desc_a, desc_b);
   } else {
     wgmma_m64n64k16<T, kTransA, kTransB>(d, desc_a, desc_b);
   }
@@ -261,7 +300,7 @@ struct WorkUnit {
   int m0, n0, kb_begin, kb_end, tile, split;
 };
 
-template <int kBN>
+template <class Cfg>
 __device__ __forceinline__ WorkUnit work_unit(const Problem& p, int unit) {
   const int tile = unit / p.splits, split = unit % p.splits;
   const int tiles_per_group = kGroupRows * p.tiles_n;
@@ -269,8 +308,8 @@ __device__ __forceinline__ WorkUnit work_unit(const Problem& p, int unit) {
   const int rows_in_group = min(p.tiles_m - first_row, kGroupRows);
   const int in_group = tile % tiles_per_group;
   WorkUnit w;
-  w.m0 = (first_row + in_group % rows_in_group) * kBM;
-  w.n0 = in_group / rows_in_group * kBN;
+  w.m0 = (first_row + in_group % rows_in_group) * Cfg::kBM;
+  w.n0 = in_group / rows_in_group * Cfg::kBN;
   w.kb_begin = static_cast<int>(static_cast<std::int64_t>(split) * p.k_blocks / p.splits);
   w.kb_end = static_cast<int>(static_cast<std::int64_t>(split + 1) * p.k_blocks / p.splits);
   w.tile = tile;
@@ -298,16 +337,17 @@ __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
   return static_cast<std::uint32_t>(ua) | (static_cast<std::uint32_t>(ub) << 16);
 }
 
-// Epilogue through shared memory and TMA: this consumer's 64 x kBN tile goes out kOutBoxes
-// 64 x 64 boxes at a time (the two of a 128-column half at BN = 256, the one box at BN = 64). Per
+// Epilogue through shared memory and TMA: one 64 x kBN wgmma tile of this consumer (rows row0..+63
+// of C) goes out kOutBoxes 64 x 64 boxes at a time (the two of a 128-column half at BN = 256, the
+// whole tile at BN = 128, the one box at BN = 64). Per
 // pass its threads write the rounded accumulators into `buf` (swizzled boxes, 4-byte stores,
 // conflict-free: the 8 rows of a store land in 8 different 16-byte chunks), then one thread
 // issues the pass's TMA stores, which clip at the matrix edge. The last stores stay in flight
 // while the consumer starts its next tile; `buf` is rewritten only after they have read it.
-template <typename T, int kBN>
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[kBN / 2], unsigned char* buf,
-                                               const CUtensorMap* map_c, int m0, int n0, int consumer, int t) {
-  constexpr int kBoxes = TileConfig<kBN>::kOutBoxes, kBlocks = 8 * kBoxes;  // per pass: boxes, 8-column blocks
+template <typename T, class Cfg>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[Cfg::kSubAcc], unsigned char* buf,
+                                               const CUtensorMap* map_c, int row0, int n0, int consumer, int t) {
+  constexpr int kBN = Cfg::kBN, kBoxes = Cfg::kOutBoxes, kBlocks = 8 * kBoxes;  // per pass: boxes, 8-column blocks
   const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
   const int barrier = 1 + consumer;
   const std::uint32_t buf_addr = smem_addr(buf);
@@ -328,7 +368,6 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[kBN / 2], unsi
     fence_async_shared();
     named_barrier(barrier, 128);
     if (t == 0) {
-      const int row0 = m0 + consumer * 64;
 #pragma unroll
       for (int box = 0; box < kBoxes; ++box)
         tma_store_2d(map_c, buf + box * kOutBoxBytes, n0 + (kBoxes * pass + box) * kSwizzleElems, row0);
@@ -340,7 +379,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[kBN / 2], unsi
 // Split K, called by both consumers once their accumulators hold this block's slice of the tile.
 // One thread (the leader) takes a ticket on the tile's counter. Blocks that are not the last to arrive
 // store their partial tile to their split's slot of the workspace, in the accumulator fragment
-// order (thread t's float4 j at [(consumer * kBN / 8 + j) * 128 + t]: a warp's store is 512
+// order (thread t's float4 j at [(consumer * kAcc / 4 + j) * 128 + t]: a warp's store is 512
 // contiguous bytes, and the reader, the same thread of another block, loads the same addresses,
 // so no edge masking), then publish it with a release increment. The block with the last ticket waits
 // until the splits that took tickets before it have published (they are running, with nothing
@@ -348,11 +387,11 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[kBN / 2], unsi
 // split order 0..S-1 with its own registers at its own index: ((p0 + p1) + p2) + ..., the same
 // expression whatever the arrival order, so the result is bit-identical run to run. Returns true
 // in the block that now holds the whole sum (it runs the epilogue), false in the others.
-template <int kBN>
-__device__ __forceinline__ bool fold_splits(float (&acc)[kBN / 2], float* __restrict__ partials,
+template <class Cfg>
+__device__ __forceinline__ bool fold_splits(float (&acc)[Cfg::kAcc], float* __restrict__ partials,
                                             unsigned* __restrict__ counters, const Problem& p, const WorkUnit& w,
                                             int consumer, int t, unsigned char* out_buf, unsigned& ticket) {
-  constexpr int kPartialFloats = TileConfig<kBN>::kPartialFloats, kFoldVecs = TileConfig<kBN>::kFoldVecs;
+  constexpr int kPartialFloats = Cfg::kPartialFloats, kFoldVecs = Cfg::kFoldVecs, kVecs = Cfg::kAcc / 4;
   constexpr int kSlotVecs = kPartialFloats / 4;
   unsigned* counter = counters + w.tile;
   const bool leader = consumer == 0 && t == 0;
@@ -363,11 +402,11 @@ __device__ __forceinline__ bool fold_splits(float (&acc)[kBN / 2], float* __rest
   const std::uint32_t stash = smem_addr(out_buf) + 16 * t;
   float4* tile_partials =
       reinterpret_cast<float4*>(partials + static_cast<std::int64_t>(w.tile) * p.splits * kPartialFloats) +
-      consumer * (kBN / 8) * 128 + t;
+      consumer * kVecs * 128 + t;
   if (!last) {
     float4* mine = tile_partials + static_cast<std::int64_t>(w.split) * kSlotVecs;
 #pragma unroll
-    for (int j = 0; j < kBN / 8; ++j)
+    for (int j = 0; j < kVecs; ++j)
       __stcg(mine + j * 128, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
     named_barrier(kSplitBarrier, 256);  // every thread's stores precede the leader's release
     if (leader) fence_red_add_gpu(counter, kPublished);
@@ -379,7 +418,7 @@ __device__ __forceinline__ bool fold_splits(float (&acc)[kBN / 2], float* __rest
     *counter = 0;  // every split has counted and published: zero for the next launch (kernel end orders it)
   }
   named_barrier(kSplitBarrier, 256);  // the leader's acquire precedes every thread's loads
-  // acc becomes the running sum, kFoldVecs float4 (32 accumulators at BN = 256, 16 at BN = 64) at
+  // acc becomes the running sum, kFoldVecs float4 (32 accumulators, 16 at 128 x 64) at
   // a time. This block's own slice of the chunk waits in `stash` (this thread's kFoldVecs x 16
   // bytes of the consumer's epilogue buffer) until its turn; the next split's chunk is loaded
   // while the current one is added, so 2 x kFoldVecs float4 loads per thread are in flight.
@@ -394,7 +433,7 @@ __device__ __forceinline__ bool fold_splits(float (&acc)[kBN / 2], float* __rest
     }
   };
 #pragma unroll
-  for (int c = 0; c < kBN / 8 / kFoldVecs; ++c) {
+  for (int c = 0; c < kVecs / kFoldVecs; ++c) {
     const float4* chunk = tile_partials + kFoldVecs * c * 128;
     if (w.split != 0) {  // start from split 0's partial; ours waits in the stash
 #pragma unroll
@@ -425,13 +464,13 @@ __device__ __forceinline__ bool fold_splits(float (&acc)[kBN / 2], float* __rest
   return true;
 }
 
-template <typename T, int kBN, bool kAMnMajor, bool kBMnMajor>
+template <typename T, int kBM, int kBN, bool kAMnMajor, bool kBMnMajor>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                           const __grid_constant__ CUtensorMap map_c, T* __restrict__ c, std::int64_t ldc,
                           float* __restrict__ partials, unsigned* __restrict__ counters, Problem p) {
-  using Cfg = TileConfig<kBN>;
-  constexpr int kStages = Cfg::kStages, kStageBytes = Cfg::kStageBytes;
+  using Cfg = TileConfig<kBM, kBN>;
+  constexpr int kStages = Cfg::kStages, kStageBytes = Cfg::kStageBytes, kATileBytes = Cfg::kATileBytes;
   extern __shared__ unsigned char smem_raw[];
   // 128-byte swizzle atoms are 1024 bytes and must start 1024-byte aligned.
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
@@ -455,17 +494,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       int stage = 0;
       unsigned phase = 0;
       for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-        const WorkUnit w = work_unit<kBN>(p, unit);
+        const WorkUnit w = work_unit<Cfg>(p, unit);
         for (int kb = w.kb_begin; kb < w.kb_end; ++kb) {
           mbar_wait(&empty[stage], phase ^ 1);
           unsigned char* a_tile = smem + stage * kStageBytes;
           unsigned char* b_tile = a_tile + kATileBytes;
           mbar_arrive_expect_tx(&full[stage], kStageBytes);
           const int k0 = kb * kBK;
-          if constexpr (kAMnMajor) {  // two 64(M) x 64(K) boxes
+          if constexpr (kAMnMajor) {  // kBM / 64 boxes of 64(M) x 64(K)
             for (int i = 0; i < kBM / kSwizzleElems; ++i)
               tma_load_2d(a_tile + i * kSwizzleElems * kBK * 2, &map_a, &full[stage], w.m0 + i * kSwizzleElems, k0);
-          } else {  // one 64(K) x 128(M) box
+          } else {  // one 64(K) x kBM(M) box
             tma_load_2d(a_tile, &map_a, &full[stage], k0, w.m0);
           }
           if constexpr (kBMnMajor) {  // kBN / 64 boxes of 64(N) x 64(K)
@@ -482,13 +521,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   setmaxnreg_inc<232>();
-  const int consumer = warpgroup - 1;  // rows [64 * consumer, +64) of the tile
+  const int consumer = warpgroup - 1;  // rows [kRowsPerConsumer * consumer, +kRowsPerConsumer) of the tile
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   int stage = 0;
   unsigned phase = 0;
   float acc[Cfg::kAcc];
   for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-    const WorkUnit w = work_unit<kBN>(p, unit);
+    const WorkUnit w = work_unit<Cfg>(p, unit);
 #pragma unroll
     for (int i = 0; i < Cfg::kAcc; ++i) acc[i] = 0.0f;
     int held = -1;  // the stage the wgmma group still in flight reads
@@ -500,14 +539,18 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk) {
         // K-major: step 16 elements (32 B) along the swizzled row; MN-major: step 16 K rows
-        // (16 x 128 B). A: this consumer's 64 rows are 64 x 128 B (K-major) or the
-        // consumer's own 64-wide M chunk (MN-major).
-        const std::uint64_t da =
-            kAMnMajor ? make_desc(a_tile + consumer * kSwizzleElems * kBK * 2 + kk * 16 * 128, kSwizzleElems * kBK * 2)
-                      : make_desc(a_tile + consumer * 64 * 128 + kk * 32, 16);
+        // (16 x 128 B). A: wgmma tile `sub` of this consumer is 64 rows of 128 B (K-major) or
+        // one 64-wide M chunk (MN-major), the consumer's chunks in order.
         const std::uint64_t db = kBMnMajor ? make_desc(b_tile + kk * 16 * 128, kSwizzleElems * kBK * 2)
                                            : make_desc(b_tile + kk * 32, 16);
-        wgmma_k16<T, kBN, kAMnMajor ? 1 : 0, kBMnMajor ? 1 : 0>(acc, da, db);
+#pragma unroll
+        for (int sub = 0; sub < Cfg::kSubTiles; ++sub) {
+          const int chunk = consumer * Cfg::kSubTiles + sub;  // 64-row chunk of the A tile
+          const std::uint64_t da =
+              kAMnMajor ? make_desc(a_tile + chunk * kSwizzleElems * kBK * 2 + kk * 16 * 128, kSwizzleElems * kBK * 2)
+                        : make_desc(a_tile + chunk * 64 * 128 + kk * 32, 16);
+          wgmma_k16<T, kBN, kAMnMajor ? 1 : 0, kBMnMajor ? 1 : 0>(sub_tile<Cfg>(acc, sub), da, db);
+        }
       }
       wgmma_commit();
       // Keep this K block's group in flight while the next stage is awaited: only the previous
@@ -522,20 +565,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
 
     unsigned char* out_buf = smem + kStages * kStageBytes + consumer * Cfg::kOutBufBytes;
-    if (p.splits > 1 && !fold_splits<kBN>(acc, partials, counters, p, w, consumer, t, out_buf, split_ticket)) continue;
+    if (p.splits > 1 && !fold_splits<Cfg>(acc, partials, counters, p, w, consumer, t, out_buf, split_ticket)) continue;
 
-    // Fragment layout of wgmma's D: warp w holds rows 16w..16w+15; per 8-column block j,
-    // acc[4j + {0,1}] = (row g, cols 8j + 2q + {0,1}), acc[4j + {2,3}] = (row g + 8, same).
-    if (p.tma_store) {
-      store_tile_tma<T, kBN>(acc, out_buf, &map_c, w.m0, w.n0, consumer, t);
-    } else {
-      const int g = lane / 4, q = lane % 4;
-      const int row0 = w.m0 + consumer * 64 + warp * 16 + g;
+    // Fragment layout of wgmma's D, per 64 x kBN wgmma tile d = sub_tile(acc, sub): warp w holds
+    // rows 16w..16w+15; per 8-column block j, d[4j + {0,1}] = (row g, cols 8j + 2q + {0,1}),
+    // d[4j + {2,3}] = (row g + 8, same).
 #pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int col = w.n0 + 8 * j + 2 * q;
-        if (row0 < p.m) store_pair(c, ldc, row0, col, p.n, acc[4 * j], acc[4 * j + 1]);
-        if (row0 + 8 < p.m) store_pair(c, ldc, row0 + 8, col, p.n, acc[4 * j + 2], acc[4 * j + 3]);
+    for (int sub = 0; sub < Cfg::kSubTiles; ++sub) {
+      const float(&d)[Cfg::kSubAcc] = sub_tile<Cfg>(acc, sub);
+      const int tile_row0 = w.m0 + consumer * Cfg::kRowsPerConsumer + sub * 64;
+      if (p.tma_store) {
+        store_tile_tma<T, Cfg>(d, out_buf, &map_c, tile_row0, w.n0, consumer, t);
+      } else {
+        const int g = lane / 4, q = lane % 4;
+        const int row0 = tile_row0 + warp * 16 + g;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j) {
+          const int col = w.n0 + 8 * j + 2 * q;
+          if (row0 < p.m) store_pair(c, ldc, row0, col, p.n, d[4 * j], d[4 * j + 1]);
+          if (row0 + 8 < p.m) store_pair(c, ldc, row0 + 8, col, p.n, d[4 * j + 2], d[4 * j + 3]);
+        }
       }
     }
   }
@@ -585,96 +634,118 @@ bool b_is_mn_major(const ConstMatrixView& b) { return !(b.row_stride == 1 && (b.
 
 // K split of the 128 x 256 configuration: few output tiles and long K spread K over the blocks.
 int split_count(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
-  const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + Wide::kBN - 1) / Wide::kBN);
+  const std::int64_t tiles = ((m + Wide::kBM - 1) / Wide::kBM) * ((n + Wide::kBN - 1) / Wide::kBN);
   const std::int64_t k_blocks = (k + kBK - 1) / kBK;
   if (tiles * 2 > sm_count) return 1;
   return static_cast<int>(std::max<std::int64_t>(1, std::min({sm_count / tiles, k_blocks / kMinKBlocksPerSplit,
                                                                std::int64_t{16}})));
 }
 
-// Tile width and K split of one call. One 128-row tile (M <= 128) with enough 64-wide tiles to
-// fill the GPU (>= ~0.9 x #SMs) takes 128 x 64 tiles, 8 stages, no split K: such shapes read B
-// once from DRAM and are bound there. At 128x8192x8192 bf16 on an H200 (ncu) the 128 x 256 tiles
-// needed split K 4 to reach 128 blocks and ran 47.5 us at 61% of DRAM throughput; cuBLAS's
-// 128 x 64 tiles, 8 stages, no split K (128 blocks, each over the whole K) ran 37.2 us at 78%.
-// Everything else keeps 128 x 256 tiles and split_count.
-struct TilePlan {
-  int bn, splits;
-};
-TilePlan tile_plan(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
-  const std::int64_t narrow_tiles = (n + Narrow::kBN - 1) / Narrow::kBN;
-  if (m <= kBM && narrow_tiles * 10 >= std::int64_t{9} * sm_count) return {Narrow::kBN, 1};
-  return {Wide::kBN, split_count(m, n, k, sm_count)};
+// Whether an operand's contiguous lines (rows of a row-major matrix, columns of a column-major
+// one) all start on a 32-byte sector: base and line pitch both multiples of 32 bytes.
+bool lines_on_sectors(const ConstMatrixView& x) {
+  const bool row_major = x.col_stride == 1 && (x.row_stride != 1 || x.cols > 1);
+  const std::int64_t pitch_bytes = (row_major ? x.row_stride : x.col_stride) * 2;
+  return reinterpret_cast<std::uintptr_t>(x.data) % 32 == 0 && pitch_bytes % 32 == 0;
 }
 
-template <typename T, int kBN, bool kAMnMajor, bool kBMnMajor>
+// Tile and K split of one call.
+// - One 128-row tile (M <= 128) with enough 64-wide tiles to fill the GPU (>= ~0.9 x #SMs) takes
+//   128 x 64 tiles, 8 stages, no split K: such shapes read B once from DRAM and are bound there.
+//   At 128x8192x8192 bf16 on an H200 (ncu) the 128 x 256 tiles needed split K 4 to reach 128
+//   blocks and ran 47.5 us at 61% of DRAM throughput; cuBLAS's 128 x 64 tiles, 8 stages, no
+//   split K (128 blocks, each over the whole K) ran 37.2 us at 78%.
+// - B's lines off 32-byte sectors while A's are on them (e.g. row-major B with N = 3000 bf16:
+//   6,000-byte rows), no split K: 256 x 128 tiles. Blocks that share a B tile then ask the L2 for
+//   sectors its request coalescer mostly fails to merge when the box rows start mid-sector
+//   (ncu at 4096x3000x2048: 63% more L2 reads than at N = 3072, tensor pipes 58% busy against
+//   81%). The tall tile halves B's share of the loads (1/3 instead of 2/3) at the same bytes per
+//   FLOP (docs/perf-log.md).
+// Everything else keeps 128 x 256 tiles and split_count.
+struct TilePlan {
+  int bm, bn, splits;
+};
+TilePlan tile_plan(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count, bool b_off_sectors_a_on) {
+  const std::int64_t narrow_tiles = (n + Narrow::kBN - 1) / Narrow::kBN;
+  if (m <= Narrow::kBM && narrow_tiles * 10 >= std::int64_t{9} * sm_count) return {Narrow::kBM, Narrow::kBN, 1};
+  const int splits = split_count(m, n, k, sm_count);
+  if (splits == 1 && b_off_sectors_a_on) return {Tall::kBM, Tall::kBN, 1};
+  return {Wide::kBM, Wide::kBN, splits};
+}
+TilePlan tile_plan(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
+  return tile_plan(a.rows, b.cols, a.cols, sm_count, !lines_on_sectors(b) && lines_on_sectors(a));
+}
+
+template <typename T, class Cfg, bool kAMnMajor, bool kBMnMajor>
 void launch(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
             unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
   const CUtensorMapDataType type =
       std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const CUtensorMap map_a = kAMnMajor ? make_tensor_map(type, a.data, p.m, p.k, a.col_stride, kBK)
-                                      : make_tensor_map(type, a.data, p.k, p.m, a.row_stride, kBM);
+                                      : make_tensor_map(type, a.data, p.k, p.m, a.row_stride, Cfg::kBM);
   const CUtensorMap map_b = kBMnMajor ? make_tensor_map(type, b.data, p.n, p.k, b.row_stride, kBK)
-                                      : make_tensor_map(type, b.data, p.k, p.n, b.col_stride, kBN);
+                                      : make_tensor_map(type, b.data, p.k, p.n, b.col_stride, Cfg::kBN);
   // The output's map is used only by the TMA-store epilogue (aligned C); else it stays unset.
   CUtensorMap map_c{};
   if (p.tma_store) map_c = make_tensor_map(type, c.data, p.n, p.m, c.row_stride, 64);
-  auto kernel = gemm_wgmma_tma_kernel<T, kBN, kAMnMajor, kBMnMajor>;
-  constexpr int kSmemBytes = TileConfig<kBN>::kSmemBytes;
-  CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, static_cast<T*>(c.data), c.row_stride,
-                                                 partials, counters, p);
+  auto kernel = gemm_wgmma_tma_kernel<T, Cfg::kBM, Cfg::kBN, kAMnMajor, kBMnMajor>;
+  CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  kernel<<<grid, kThreads, Cfg::kSmemBytes, stream>>>(map_a, map_b, map_c, static_cast<T*>(c.data), c.row_stride,
+                                                      partials, counters, p);
   CP_CHECK_LAUNCH("gemm_wgmma_tma_kernel");
 }
 
-template <typename T, int kBN>
+template <typename T, class Cfg>
 void dispatch_layouts(const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
                       unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
   const bool a_mn = a_is_mn_major(a), b_mn = b_is_mn_major(b);
-  if (a_mn && b_mn) launch<T, kBN, true, true>(a, b, c, partials, counters, p, grid, stream);
-  else if (a_mn) launch<T, kBN, true, false>(a, b, c, partials, counters, p, grid, stream);
-  else if (b_mn) launch<T, kBN, false, true>(a, b, c, partials, counters, p, grid, stream);
-  else launch<T, kBN, false, false>(a, b, c, partials, counters, p, grid, stream);
+  if (a_mn && b_mn) launch<T, Cfg, true, true>(a, b, c, partials, counters, p, grid, stream);
+  else if (a_mn) launch<T, Cfg, true, false>(a, b, c, partials, counters, p, grid, stream);
+  else if (b_mn) launch<T, Cfg, false, true>(a, b, c, partials, counters, p, grid, stream);
+  else launch<T, Cfg, false, false>(a, b, c, partials, counters, p, grid, stream);
 }
 
 template <typename T>
-void dispatch_tile(int bn, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c, float* partials,
-                   unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
-  if (bn == Narrow::kBN) dispatch_layouts<T, Narrow::kBN>(a, b, c, partials, counters, p, grid, stream);
-  else dispatch_layouts<T, Wide::kBN>(a, b, c, partials, counters, p, grid, stream);
+void dispatch_tile(const TilePlan& plan, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
+                   float* partials, unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
+  if (plan.bn == Narrow::kBN) dispatch_layouts<T, Narrow>(a, b, c, partials, counters, p, grid, stream);
+  else if (plan.bm == Tall::kBM) dispatch_layouts<T, Tall>(a, b, c, partials, counters, p, grid, stream);
+  else dispatch_layouts<T, Wide>(a, b, c, partials, counters, p, grid, stream);
 }
 
 // Split-K workspace: one counter per output tile (padded to kCounterAlign bytes), then
-// tiles x splits fp32 partial tiles of kBM x the tile width.
+// tiles x splits fp32 partial tiles of the tile's size.
 std::size_t counter_bytes(std::int64_t tiles) {
   return (static_cast<std::size_t>(tiles) * sizeof(unsigned) + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
 
 }  // namespace
 
+// Only 128 x 256 tiles split K, and the operands' alignment only picks the tile when K is not
+// split, so the workspace follows from the shape alone.
 std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
-  const TilePlan plan = tile_plan(m, n, k, sm_count);
+  const TilePlan plan = tile_plan(m, n, k, sm_count, false);
   if (plan.splits == 1) return 0;
-  const std::int64_t tiles = ((m + kBM - 1) / kBM) * ((n + plan.bn - 1) / plan.bn);
-  return counter_bytes(tiles) + static_cast<std::size_t>(tiles) * plan.splits * kBM * plan.bn * sizeof(float);
+  const std::int64_t tiles = ((m + plan.bm - 1) / plan.bm) * ((n + plan.bn - 1) / plan.bn);
+  return counter_bytes(tiles) + static_cast<std::size_t>(tiles) * plan.splits * plan.bm * plan.bn * sizeof(float);
 }
 
-std::string wgmma_tma_config(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
-  const TilePlan plan = tile_plan(m, n, k, sm_count);
-  const int stages = plan.bn == Narrow::kBN ? Narrow::kStages : Wide::kStages;
-  return std::to_string(kBM) + "x" + std::to_string(plan.bn) + "x" + std::to_string(kBK) + ", " +
+std::string wgmma_tma_config(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
+  const TilePlan plan = tile_plan(a, b, sm_count);
+  const int stages = plan.bn == Narrow::kBN ? Narrow::kStages : plan.bm == Tall::kBM ? Tall::kStages : Wide::kStages;
+  return std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" + std::to_string(kBK) + ", " +
          std::to_string(stages) + " stages, split-K " + std::to_string(plan.splits);
 }
 
 void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
                void* workspace, std::size_t /*workspace_bytes*/, int sm_count, cudaStream_t stream) {
   const std::int64_t m = a.rows, n = b.cols, k = a.cols;
-  if (m > 0x7fffffff - kBM || n > 0x7fffffff - Wide::kBN || k > 0x7fffffff - kBK)
+  if (m > 0x7fffffff - Tall::kBM || n > 0x7fffffff - Wide::kBN || k > 0x7fffffff - kBK)
     throw std::invalid_argument("gemm(wgmma_tma): M, N and K must be < 2^31 (TMA coordinates are 32-bit)");
-  const TilePlan plan = tile_plan(m, n, k, sm_count);
+  const TilePlan plan = tile_plan(a, b, sm_count);
   Problem p;
   p.m = static_cast<int>(m), p.n = static_cast<int>(n), p.k = static_cast<int>(k);
-  p.tiles_m = static_cast<int>((m + kBM - 1) / kBM);
+  p.tiles_m = static_cast<int>((m + plan.bm - 1) / plan.bm);
   p.tiles_n = static_cast<int>((n + plan.bn - 1) / plan.bn);
   p.k_blocks = static_cast<int>((k + kBK - 1) / kBK);
   p.splits = plan.splits;
@@ -693,8 +764,8 @@ void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, 
     partials = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + cbytes);
   }
   switch (dtype) {
-    case DType::F16: dispatch_tile<__half>(plan.bn, a, b, c, partials, counters, p, grid, stream); break;
-    case DType::BF16: dispatch_tile<__nv_bfloat16>(plan.bn, a, b, c, partials, counters, p, grid, stream); break;
+    case DType::F16: dispatch_tile<__half>(plan, a, b, c, partials, counters, p, grid, stream); break;
+    case DType::BF16: dispatch_tile<__nv_bfloat16>(plan, a, b, c, partials, counters, p, grid, stream); break;
     case DType::F32: throw std::invalid_argument("gemm(wgmma_tma): float32 is not supported");
   }
 }

@@ -27,9 +27,10 @@ void mma_sync(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, c
 // 5. sm_90a, fp16/bf16 (declared always, defined only in builds with CUDA_PORTFOLIO_HAS_SM90A); each operand row- or column-major with 16-byte aligned strides and
 //    base pointer (TMA). Split K uses `workspace` (16-byte aligned, zeroed once by its owner: see
 //    gemm_workspace_bytes) for per-tile counters and fp32 partial tiles, reduced in the kernel.
-//    wgmma_tma_config names the tile, stages and split K one call takes (tile_plan).
+//    wgmma_tma_config names the tile, stages and split K one call takes (tile_plan: the shape,
+//    and whether B's lines start off 32-byte sectors while A's start on them).
 std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count);
-std::string wgmma_tma_config(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count);
+std::string wgmma_tma_config(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count);
 void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
                void* workspace, std::size_t workspace_bytes, int sm_count, cudaStream_t stream);
 

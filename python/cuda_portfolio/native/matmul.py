@@ -62,9 +62,9 @@ def _operand(x: torch.Tensor, kernel: str) -> torch.Tensor:
     return x if _readable(x, _LAYOUT.get(kernel, "any")) else x.contiguous()
 
 
-def _check_args(kernel: str, a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> tuple:
-    """gemm_check's arguments for the operands as matmul() would pass them (a copy counts as
-    contiguous and aligned, without making it)."""
+def _operand_args(kernel: str, a: torch.Tensor, b: torch.Tensor) -> list:
+    """(pointer, row stride, col stride) of a, then of b, as matmul() would pass them (a copy
+    counts as contiguous and aligned, without making it)."""
     layout = _LAYOUT.get(kernel, "any")
     args = []
     for x in (a, b):
@@ -72,10 +72,15 @@ def _check_args(kernel: str, a: torch.Tensor, b: torch.Tensor, allow_tf32: bool)
             args += [x.data_ptr(), *_strides(x)]
         else:
             args += [0, x.shape[1], 1]  # a fresh contiguous copy: aligned allocation
+    return args
+
+
+def _check_args(kernel: str, a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> tuple:
+    """gemm_check's arguments for the operands as matmul() would pass them."""
     m, k = a.shape
     n = b.shape[1]
     device = a.device.index if a.device.index is not None else torch.cuda.current_device()
-    return (kernel, DTYPE_NAMES[a.dtype], allow_tf32, m, n, k, *args, 0, n, device)
+    return (kernel, DTYPE_NAMES[a.dtype], allow_tf32, m, n, k, *_operand_args(kernel, a, b), 0, n, device)
 
 
 def check_kernel(kernel: str, a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> None:
@@ -100,10 +105,12 @@ def choose_kernel(a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> str:
 
 
 def kernel_config(a: torch.Tensor, b: torch.Tensor, kernel: str, allow_tf32: bool) -> str | None:
-    """The tile configuration `kernel` takes for these operands (wgmma_tma: tile, stages, split K),
-    as the benchmark records it; None for kernels with one fixed tile."""
+    """The tile configuration `kernel` takes for these operands (wgmma_tma: tile, stages, split K,
+    from the shape and the operands' alignment), as the benchmark records it; None for kernels with
+    one fixed tile."""
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    return native_module().gemm_config(kernel, a.shape[0], b.shape[1], a.shape[1], sms) or None
+    return native_module().gemm_config(kernel, a.shape[0], b.shape[1], a.shape[1], *_operand_args(kernel, a, b),
+                                       sms) or None
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel: str, allow_tf32: bool) -> None:
