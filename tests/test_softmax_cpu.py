@@ -164,6 +164,28 @@ class SoftmaxApiTest(unittest.TestCase):
                 finite = ~ref.isnan()
                 self.assertLessEqual(float((y[finite] - ref[finite]).abs().max()), 1e-6)
 
+    def test_special_values_across_tiles_of_the_online_update(self):
+        """The streaming plans' online (max, sum) update, one exponential per element, over rows of two
+        4096-column tiles, so each lane meets a second element: its max rising (x > m: the old sum is
+        rescaled), falling or level (x <= m), from -inf to finite, and NaN or +inf arriving late."""
+        inf, cols = float("inf"), 4500
+        x = torch.randn(8, cols)
+        x[0, 4200] = float("nan")                     # NaN in the second tile: NaN row
+        x[1, :] = -inf                                # all -inf: NaN row
+        x[2, :4096] = -inf                            # lanes go from -inf to finite
+        x[3, 4300] = inf                              # +inf in the second tile: NaN row, as torch
+        x[4] = torch.linspace(-30.0, 30.0, cols)      # every lane's max rises
+        x[5] = torch.linspace(30.0, -30.0, cols)      # every lane's max stays
+        x[6, 4096:] = x[6, :cols - 4096]              # level: equal elements meet
+        x[7, ::3] = -inf                              # -inf elements among finite ones
+        ref = torch.softmax(x.double(), -1)
+        finite = ~ref.isnan()
+        for plan in ("block_online", "split_row"):
+            with self.subTest(plan=plan):
+                y = cp.softmax(x, backend="triton", plan=plan).double()
+                self.assertTrue(torch.equal(y.isnan(), ref.isnan()), f"NaN pattern: {y.isnan().sum(-1)}")
+                self.assertLessEqual(float((y[finite] - ref[finite]).abs().max()), 1e-6)
+
     def test_large_fp16_values_do_not_overflow(self):
         x = (torch.rand(3, 130) * 60000 + 5000).half()
         for plan in runnable_plans(3, 130):

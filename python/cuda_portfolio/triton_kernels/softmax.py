@@ -31,8 +31,10 @@ pass keeps plain loads with evict_first and stores with .cs (streaming: the outp
 rows still waiting for their second read out of L2). split_row's backward kernel 1 holds one tile per
 operand and is not pipelined. The backward's persistent grid counts one streaming program per SM
 (STREAM_PROGRAMS_PER_SM), and block_online tells ptxas so (maxnreg). Measured at e7fb008 (this scheme in
-both directions): backward +0.04-0.14x of copy, forward -0.03-0.11x, so the forward keeps plain loads,
-the two-exponential update and several programs per SM (launch_config). So do backward rows outside
+both directions, with a one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x,
+so the forward keeps plain loads and several programs per SM (launch_config). The one-exponential update
+(_online_max_sum) came back alone later, since the forward's loss was put down to the pipeline's one program
+per SM. So do backward rows outside
 Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
 slower (fb4210d), and 16-bit ones cannot use async copies at all; their stores, scalar, are not .cs either.
 
@@ -96,15 +98,18 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr):
     """(max, sum(exp(x - max))) of x_row[start:stop] in one read, as fp32 scalars.
 
     Each lane keeps its own running max and rescaled sum; lanes are combined once at the end.
-    A lane (or span) whose max is still -inf has sum 0 (exp(-inf - -inf) would be NaN).
+    One exponential per element: e = exp(-|x - m|) is the new element's term when x <= m, and the
+    old sum's rescale factor when x > m (the element then adds exp(0) = 1). A lane (or span) whose
+    max is still -inf has sum 0 (x - m would be -inf - -inf = NaN). NaN in x makes e, then s, NaN.
     """
     m = tl.full([BLOCK_N], float("-inf"), tl.float32)
     s = tl.zeros([BLOCK_N], tl.float32)
     for tile in range(start, stop, BLOCK_N):
         col = tile + tl.arange(0, BLOCK_N)
         x = tl.load(x_row + col, mask=col < stop, other=float("-inf"), eviction_policy="evict_last").to(tl.float32)
+        e = tl.exp(-tl.abs(x - m))
         m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
-        s = tl.where(m_new == float("-inf"), 0.0, s * tl.exp(m - m_new) + tl.exp(x - m_new))
+        s = tl.where(m_new == float("-inf"), 0.0, tl.where(x > m, s * e + 1.0, s + e))
         m = m_new
     m_all = tl.max(m, axis=0)
     return m_all, tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_all)), axis=0)
