@@ -38,6 +38,9 @@ per SM. So do backward rows outside
 Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
 slower (fb4210d), and 16-bit ones cannot use async copies at all; their stores, scalar, are not .cs either.
 
+Exponentials are one MUFU.EX2 each (_exp, FAST_EXP2), and the online update takes one per element
+(_online_max_sum): the 16-bit forward is issue-bound otherwise (docs/perf-log.md).
+
 NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima propagate NaN),
 -inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
 multiplying by the row stride). Launch configurations come from a fixed table keyed by
@@ -52,6 +55,8 @@ from typing import NamedTuple
 import torch
 import triton
 import triton.language as tl
+
+from .._backends import triton_interpreting
 
 PLANS = ("warp_per_row", "block_per_row", "block_online", "split_row")
 WARP_PER_ROW_MAX_COLS = 1024
@@ -75,15 +80,33 @@ REGISTERS_PER_SM = 65536
 # block_online's programs are told so (LaunchConfig.maxnreg): left alone, ptxas fits a 16-warp program in
 # 64 registers (two per SM) and spills 4-8 bytes (16-bit forward with unaligned rows, backward with aligned).
 STREAM_PROGRAMS_PER_SM = 1
+LOG2E = tl.constexpr(1.4426950408889634)
+# exp(x) as 2^(x * log2 e) in one MUFU.EX2 (ex2.approx.ftz.f32), as the CUDA backend's fast_exp2.
+# tl.exp and tl.exp2 lower to the non-ftz form, which ptxas wraps in a range check and two
+# multiplies to keep subnormal results: 3 more instructions per exponential, and the 16-bit
+# forward (twice the elements per byte) is issue-bound. Results below 2^-126 (~1e-38) round to 0,
+# far inside every tolerance. The interpreter cannot run inline PTX; Triton decides
+# interpretation when a kernel module is imported, and so does this flag.
+FAST_EXP2 = tl.constexpr(not triton_interpreting())
 
 
 # ----------------------------------------------------------------------------- jit helpers
 
 @triton.jit
+def _exp(x):
+    """e^x of an fp32 tensor (FAST_EXP2)."""
+    if FAST_EXP2:
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x * LOG2E], dtype=tl.float32,
+                                         is_pure=True, pack=1)
+    else:
+        return tl.exp2(x * LOG2E)
+
+
+@triton.jit
 def _softmax_tile(x):
     """Softmax over the last axis of an fp32 tile whose padding lanes hold -inf."""
     m = tl.max(x, axis=-1, keep_dims=True)
-    e = tl.exp(x - m)
+    e = _exp(x - m)
     return e * (1.0 / tl.sum(e, axis=-1, keep_dims=True))
 
 
@@ -107,12 +130,12 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr):
     for tile in range(start, stop, BLOCK_N):
         col = tile + tl.arange(0, BLOCK_N)
         x = tl.load(x_row + col, mask=col < stop, other=float("-inf"), eviction_policy="evict_last").to(tl.float32)
-        e = tl.exp(-tl.abs(x - m))
+        e = _exp(-tl.abs(x - m))
         m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
         s = tl.where(m_new == float("-inf"), 0.0, tl.where(x > m, s * e + 1.0, s + e))
         m = m_new
     m_all = tl.max(m, axis=0)
-    return m_all, tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_all)), axis=0)
+    return m_all, tl.sum(tl.where(m == float("-inf"), 0.0, s * _exp(m - m_all)), axis=0)
 
 
 @triton.jit
@@ -123,7 +146,7 @@ def _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_
         col = start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
         mask = col < stop
         x = tl.load(x_row + col, mask=mask, other=float("-inf"), eviction_policy="evict_first").to(tl.float32)
-        tl.store(y_row + col, (tl.exp(x - row_max) * inv_sum).to(y_row.dtype.element_ty), mask=mask)
+        tl.store(y_row + col, (_exp(x - row_max) * inv_sum).to(y_row.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -250,7 +273,7 @@ def softmax_fwd_split_row_normalize_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, cols,
     part_max = tl.load(max_ptr + row * chunks + part, mask=part < chunks, other=float("-inf"))
     part_sum = tl.load(sum_ptr + row * chunks + part, mask=part < chunks, other=0.0)
     row_max = tl.max(part_max, axis=0)
-    row_sum = tl.sum(part_sum * tl.exp(part_max - row_max), axis=0)
+    row_sum = tl.sum(part_sum * _exp(part_max - row_max), axis=0)
     _normalize_span_reversed(x_ptr + row * x_row_stride, y_ptr + row * y_row_stride, start,
                              tl.minimum(start + chunk_cols, cols), row_max, 1.0 / row_sum, BLOCK_N)
 
