@@ -80,12 +80,13 @@ REGISTERS_PER_SM = 65536
 # block_online's programs are told so (LaunchConfig.maxnreg): left alone, ptxas fits a 16-warp program in
 # 64 registers (two per SM) and spills 4-8 bytes (16-bit forward with unaligned rows, backward with aligned).
 STREAM_PROGRAMS_PER_SM = 1
+FLT_MAX = tl.constexpr(3.4028234663852886e38)
 LOG2E = tl.constexpr(1.4426950408889634)
 # exp(x) as 2^(x * log2 e) in one MUFU.EX2 (ex2.approx.ftz.f32), as the CUDA backend's fast_exp2.
 # tl.exp and tl.exp2 lower to the non-ftz form, which ptxas wraps in a range check and two
 # multiplies to keep subnormal results: 3 more instructions per exponential, and the 16-bit
 # forward (twice the elements per byte) is issue-bound. Results below 2^-126 (~1e-38) round to 0,
-# far inside every tolerance. The interpreter cannot run inline PTX; Triton decides
+# far inside every tolerance. The interpreter cannot run inline PTX (it takes tl.exp); Triton decides
 # interpretation when a kernel module is imported, and so does this flag.
 FAST_EXP2 = tl.constexpr(not triton_interpreting())
 
@@ -99,7 +100,7 @@ def _exp(x):
         return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x * LOG2E], dtype=tl.float32,
                                          is_pure=True, pack=1)
     else:
-        return tl.exp2(x * LOG2E)
+        return tl.exp(x)
 
 
 @triton.jit
@@ -122,20 +123,21 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr):
 
     Each lane keeps its own running max and rescaled sum; lanes are combined once at the end.
     One exponential per element: e = exp(-|x - m|) is the new element's term when x <= m, and the
-    old sum's rescale factor when x > m (the element then adds exp(0) = 1). A lane (or span) whose
-    max is still -inf has sum 0 (x - m would be -inf - -inf = NaN). NaN in x makes e, then s, NaN.
+    old sum's rescale factor when x > m (the element then adds exp(0) = 1). The running max starts
+    at -FLT_MAX, not -inf, so no x - m is -inf - -inf (NaN): -inf elements add exp(-inf) = 0, and a
+    lane or span of only -inf returns (-FLT_MAX, 0), whose 1/0 makes an all -inf row NaN in the
+    normalize pass (0 * inf), as torch. NaN in x makes e, then s, NaN.
     """
-    m = tl.full([BLOCK_N], float("-inf"), tl.float32)
+    m = tl.full([BLOCK_N], -FLT_MAX, tl.float32)
     s = tl.zeros([BLOCK_N], tl.float32)
     for tile in range(start, stop, BLOCK_N):
         col = tile + tl.arange(0, BLOCK_N)
         x = tl.load(x_row + col, mask=col < stop, other=float("-inf"), eviction_policy="evict_last").to(tl.float32)
         e = _exp(-tl.abs(x - m))
-        m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
-        s = tl.where(m_new == float("-inf"), 0.0, tl.where(x > m, s * e + 1.0, s + e))
-        m = m_new
+        s = tl.where(x > m, s * e + 1.0, s + e)
+        m = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
     m_all = tl.max(m, axis=0)
-    return m_all, tl.sum(tl.where(m == float("-inf"), 0.0, s * _exp(m - m_all)), axis=0)
+    return m_all, tl.sum(s * _exp(m - m_all), axis=0)
 
 
 @triton.jit
