@@ -35,6 +35,20 @@ def runnable_plans(rows: int, cols: int, dtype=torch.float32) -> list[str]:
     return plans
 
 
+class TritonSoftmaxLaunchConfigTest(unittest.TestCase):
+    def test_persistent_streaming_grids_fit_the_register_file(self):
+        """block_online's persistent grid runs per_sm programs on each SM. At their register cap (255 when
+        uncapped) they must fit the SM's registers together, or the grid's last programs run as a second
+        wave after the first (2048x50257 bf16 once launched 333 forward programs where 264 fit)."""
+        for dtype in DTYPES:
+            for cols_p2 in (1 << 16, 1 << 20):
+                for direction, aligned in (("fwd", True), ("fwd", False), ("bwd", True), ("bwd", False)):
+                    config = triton_softmax.launch_config("block_online", dtype, cols_p2, direction, aligned)
+                    with self.subTest(dtype=dtype, cols_p2=cols_p2, direction=direction, aligned=aligned):
+                        registers = config.per_sm * 32 * config.num_warps * (config.maxnreg or 255)
+                        self.assertLessEqual(registers, triton_softmax.REGISTERS_PER_SM, config)
+
+
 @needs_interpreter
 class TritonSoftmaxPlanTest(unittest.TestCase):
     """Each plan's forward/backward called directly on NaN-filled outputs (every element written)."""

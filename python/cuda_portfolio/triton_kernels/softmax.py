@@ -30,7 +30,8 @@ cp.async copies to shared memory issued STAGES - 1 tiles ahead, 64 KiB per progr
 pass keeps plain loads with evict_first and stores with .cs (streaming: the output does not push the
 rows still waiting for their second read out of L2). split_row's backward kernel 1 holds one tile per
 operand and is not pipelined. The backward's persistent grid counts one streaming program per SM
-(STREAM_PROGRAMS_PER_SM), and block_online tells ptxas so (maxnreg). Measured at e7fb008 (this scheme in
+(STREAM_PROGRAMS_PER_SM), the unpipelined ones (forward, unaligned backward) as many as their registers
+allow (PLAIN_STREAM_REGISTERS), and block_online tells ptxas so (maxnreg). Measured at e7fb008 (this scheme in
 both directions, with a one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x,
 so the forward keeps plain loads and several programs per SM (launch_config). The one-exponential update
 (_online_max_sum) came back alone later, since the forward's loss was put down to the pipeline's one program
@@ -80,6 +81,13 @@ REGISTERS_PER_SM = 65536
 # block_online's programs are told so (LaunchConfig.maxnreg): left alone, ptxas fits a 16-warp program in
 # 64 registers (two per SM) and spills 4-8 bytes (16-bit forward with unaligned rows, backward with aligned).
 STREAM_PROGRAMS_PER_SM = 1
+# Registers per thread the unpipelined streaming programs (forward; backward with unaligned rows) are
+# counted to need: Triton's ptxas (sm_90a, scripts/inspect_kernel.py) gives block_online's forward 60-64
+# (8 and 16 warps) and its unaligned backward 72-78. The persistent grid holds as many programs per SM as
+# that leaves room for, and each is capped at its share (maxnreg), so ptxas cannot take more and push the
+# grid's last programs into a second wave. The "64 warps per SM" rule this replaces counted 4 programs of
+# 16 warps (2 fit at 64 registers, 1 at 78): 2048x50257 bf16 ran 333 forward programs where 264 fit.
+PLAIN_STREAM_REGISTERS = {"fwd": 64, "bwd": 80}
 FLT_MAX = tl.constexpr(3.4028234663852886e38)
 LOG2E = tl.constexpr(1.4426950408889634)
 # exp(x) as 2^(x * log2 e) in one MUFU.EX2 (ex2.approx.ftz.f32), as the CUDA backend's fast_exp2.
@@ -318,6 +326,15 @@ class LaunchConfig(NamedTuple):
     stream_stores: bool = False  # backward: evict-first (.cs) output stores (_grad_span_reversed)
 
 
+def _register_residency(num_warps: int, registers: int) -> tuple[int, int | None]:
+    """(programs per SM, register cap per thread) for programs of num_warps warps needing `registers`:
+    as many as the register file holds, each capped at its share, rounded down to ptxas's allocation unit
+    of 8 (None when the share exceeds the 255-register limit)."""
+    per_sm = max(1, REGISTERS_PER_SM // (32 * num_warps * registers))
+    share = REGISTERS_PER_SM // (32 * num_warps * per_sm) // 8 * 8
+    return per_sm, share if share < 255 else None
+
+
 @functools.lru_cache(maxsize=None)
 def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = "fwd",
                   aligned: bool = True) -> LaunchConfig:
@@ -328,8 +345,9 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     first pass STREAM_BYTES_AHEAD deep (module docstring, "Bytes in flight"), split_row's kernel 1 one chunk
     deep (SPLIT_ROW_CHUNK_BYTES); `per_sm` is what registers (ptxas, sm_90a, scripts/inspect_kernel.py) and shared memory
     allow, and the persistent grid never exceeds it. block_online's `maxnreg` gives ptxas the register share of
-    per_sm programs per SM (128 at 16 warps: ptxas would otherwise aim at two programs per SM, 64 registers, and
-    spill); at 8 warps that share is above the 255-register limit, so no cap. `aligned`: Triton's 16-byte
+    per_sm programs per SM: the pipelined backward's one program (128 at 16 warps: ptxas would otherwise aim at
+    two programs per SM, 64 registers, and spill; at 8 warps the share is above the 255-register limit, so no
+    cap), the unpipelined ones' PLAIN_STREAM_REGISTERS. `aligned`: Triton's 16-byte
     specialization (every pointer, stride and the length divisible by 16, see `rows_aligned`).
     """
     if plan == "warp_per_row":
@@ -347,7 +365,9 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         # So do unaligned rows, with the plain loop and stores: their fp32 pipeline is 4-byte cp.async,
         # measured 0.56 -> 0.49 at 2048x50257 backward (fb4210d; 0.37 with a num_stages=1 loop,
         # tl.where for the masked lanes and plain stores, 14ebdd9), and 16-bit ones get no async copies.
-        return LaunchConfig(block_n, num_warps, 1, per_sm=max(1, 64 // num_warps))
+        # split_row's grid is not persistent: it takes neither the residency nor the cap.
+        per_sm, share = _register_residency(num_warps, PLAIN_STREAM_REGISTERS[direction])
+        return LaunchConfig(block_n, num_warps, 1, per_sm=per_sm, maxnreg=share if plan == "block_online" else None)
     operands = 2
     stages = max(2, min(MAX_STAGES, 1 + STREAM_BYTES_AHEAD // (block_n * dtype.itemsize * operands)))
     if plan == "split_row":
@@ -433,7 +453,7 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
     elif plan == "block_online":
         grid = (_persistent_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
-                                              num_warps=config.num_warps)
+                                              num_warps=config.num_warps, maxnreg=config.maxnreg)
     else:
         for first, stop in _row_groups(rows, cols * x2d.element_size()):
             x_part, y_part = x2d[first:stop], y2d[first:stop]
