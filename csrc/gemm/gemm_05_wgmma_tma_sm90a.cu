@@ -202,52 +202,54 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[kN]) {
   for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
 
-// D(64x256, fp32) += A(64x16) * B(16x256), both from shared memory. kTransA / kTransB = 1 when
-// that operand is MN-major in shared memory.
-template <typename T, int kTransA, int kTransB>
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b) {
-  constexpr bool kHalf = std::is_same_v<T, __half>;
-#define CP_WGMMA_M64N256K16(TYPE)                                                                        \
-  asm volatile(                                                                                          \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                       \
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, %130, %131;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
-      : "l"(desc_a), "l"(desc_b), "n"(kTransA), "n"(kTransB))
-  if constexpr (kHalf) {
-    CP_WGMMA_M64N256K16("f16");
-  } else {
-    CP_WGMMA_M64N256K16("bf16");
-  }
-#undef CP_WGMMA_M64N256K16
-}
+// wgmma's accumulator operands, 32 at a time: their place-holders in the instruction text and the
+// matching "+f" constraints on d[i..i+31].
+#define CP_WGMMA_D0_31 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define CP_WGMMA_D32_63 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define CP_WGMMA_D64_95 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define CP_WGMMA_D96_127 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define CP_WGMMA_F8(i) \
+  "+f"(d[(i)]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), \
+      "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+#define CP_WGMMA_F32(i) CP_WGMMA_F8(i), CP_WGMMA_F8((i) + 8), CP_WGMMA_F8((i) + 16), CP_WGMMA_F8((i) + 24)
+// One wgmma.mma_async: SHAPE and TYPE name the instruction, D its accumulator place-holders, OPERANDS
+// the place-holders of the two descriptors and two transpose flags that follow them, and the
+// variadic rest the accumulator constraints.
+#define CP_WGMMA_ASM(SHAPE, TYPE, D, OPERANDS, ...)                                                 \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                          \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " {" D "}, " OPERANDS ";\n}\n" \
+               : __VA_ARGS__                                                                        \
+               : "l"(desc_a), "l"(desc_b), "n"(kTransA), "n"(kTransB))
 
-// D(64x64, fp32) += A(64x16) * B(16x64), both from shared memory; as above.
-template <typename T, int kTransA, int kTransB>
-__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b) {
-  constexpr bool kHalf = std::is_same_v<T, __half>;
-#define CP_WGMMA_M64N64K16(TYPE)                                                                         \
-  asm volatile(                                                                                          \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                       \
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %34, %35;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
-      : "l"(desc_a), "l"(desc_b), "n"(kTransA), "n"(kTransB))
-  if constexpr (kHalf) {
-    CP_WGMMA_M64N64K16("f16");
-  } else {
-    CP_WGMMA_M64N64K16("bf16");
-  }
-#undef CP_WGMMA_M64N64K16
-}
-
-// One k16 step of a consumer's 64 x kBN tile: the wgmma of that width.
+// One k16 step of a consumer's 64 x kBN tile: D(64 x kBN, fp32) += A(64x16) * B(16 x kBN), both from
+// shared memory; kTransA / kTransB = 1 when that operand is MN-major in shared memory. d holds this
+// thread's kBN / 2 accumulators.
 template <typename T, int kBN, int kTransA, int kTransB>
 __device__ __forceinline__ void wgmma_k16(float (&d)[kBN / 2], std::uint64_t desc_a, std::uint64_t desc_b) {
-  if constexpr (kBN == 256) {
-    wgmma_m64n256k16<T, kTransA, kTransB>(d, desc_a, desc_b);
-  } else {
-    wgmma_m64n64k16<T, kTransA, kTransB>(d, desc_a, desc_b);
+#define CP_WGMMA_K16(TYPE)                                                                                   \
+  if constexpr (kBN == 256) {                                                                              \
+    CP_WGMMA_ASM("m64n256k16", TYPE,                                                                       \
+                 CP_WGMMA_D0_31 ", " CP_WGMMA_D32_63 ", " CP_WGMMA_D64_95 ", " CP_WGMMA_D96_127,           \
+                 "%128, %129, p, 1, 1, %130, %131", CP_WGMMA_F32(0), CP_WGMMA_F32(32), CP_WGMMA_F32(64),   \
+                 CP_WGMMA_F32(96));                                                                        \
+  } else {                                                                                                 \
+    static_assert(kBN == 64, "wgmma wrappers exist for n256 and n64");                                    \
+    CP_WGMMA_ASM("m64n64k16", TYPE, CP_WGMMA_D0_31, "%32, %33, p, 1, 1, %34, %35", CP_WGMMA_F32(0));      \
   }
+  if constexpr (std::is_same_v<T, __half>) {
+    CP_WGMMA_K16("f16")
+  } else {
+    CP_WGMMA_K16("bf16")
+  }
+#undef CP_WGMMA_K16
 }
+#undef CP_WGMMA_ASM
+#undef CP_WGMMA_F32
+#undef CP_WGMMA_F8
+#undef CP_WGMMA_D96_127
+#undef CP_WGMMA_D64_95
+#undef CP_WGMMA_D32_63
+#undef CP_WGMMA_D0_31
 
 // ---- the kernel ----
 
