@@ -9,6 +9,7 @@ inputs, a NaN-poisoned output and a float64 PyTorch reference.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import shutil
@@ -138,27 +139,21 @@ def nvtx_range(message: str):
         yield
 
 
-def graph_time_us(call, copies: int, calls: int, replays: int) -> float:
-    """Microseconds per call of call(i), i cycling over `copies` input sets: one CUDA graph of `calls`
-    calls, replayed `replays` times, the median replay over `calls` (the sweep scripts' timing; the
-    benchmark's own method, with peers and A/A control, is cuda_portfolio.bench)."""
-    call(0)  # warm: compiles, and the allocator holds every size the calls take before the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for j in range(calls):
-            call(j % copies)
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    return statistics.median(times)
+def launch_time_us(call, copies: int, samples: int) -> float:
+    """Microseconds per call of call(i), i cycling over `copies` input sets, timed as the benchmark
+    times one provider (cuda_portfolio.bench.timing.LaunchTimer: warm-up, then CUDA-graph replay of
+    ~2 ms of calls, or events with PYTORCH_NO_CUDA_MEMORY_CACHING=1): the median of `samples`. For
+    the sweep scripts; the benchmark itself adds peers, interleaved rounds and an A/A control."""
+    from cuda_portfolio.bench.timing import LaunchTimer, TimingSettings, default_method, l2_bytes
+
+    method, reason = default_method()
+    timer = LaunchTimer([functools.partial(call, i) for i in range(copies)],
+                        TimingSettings(method=method, method_reason=reason, l2_bytes=l2_bytes()))
+    try:
+        timer.prepare()
+        return statistics.median(timer.sample(samples)) * 1e3
+    finally:
+        timer.close()
 
 
 # ----------------------------------------------------------------------------- discovery

@@ -5,8 +5,8 @@
 
 Row-major A (M, K) has rows of K elements, column-major A rows of M; B likewise with N and K. So the
 four layouts of one shape move the same bytes, but from rows that start on different byte offsets
-(a row of 3000 bf16 is 6,000 bytes: an odd multiple of 16). Each point is a CUDA graph of --calls
-launches over the benchmark's rotation of input copies (_common.graph_time_us); our output is
+(a row of 3000 bf16 is 6,000 bytes: an odd multiple of 16). Each point is timed as the benchmark
+times a provider, over its rotation of input copies (_common.launch_time_us); our output is
 checked against float64 torch. For looking at alignment, not for the README: the benchmark
 (python -m cuda_portfolio.bench) measures against peers with an A/A control.
 """
@@ -28,8 +28,7 @@ def parse_args(argv=None):
     p.add_argument("--backend", default="cuda", choices=common.BACKENDS)
     p.add_argument("--kernel", default="wgmma_tma")
     p.add_argument("--dtype", default="bf16")
-    p.add_argument("--calls", type=int, default=20)
-    p.add_argument("--replays", type=int, default=7)
+    p.add_argument("--samples", type=int, default=7)
     p.add_argument("--json", default=None)
     return p.parse_args(argv)
 
@@ -45,10 +44,10 @@ def main(argv=None) -> int:
     common.exit_without_gpu("sweep_matmul_layouts.py")
     import cuda_portfolio as cp
     from cuda_portfolio.bench.case import relative_error
-    from cuda_portfolio.bench.timing import input_copies_for
+    from cuda_portfolio.bench.timing import input_copies_for, l2_bytes
 
     dtype = common.parse_dtype(args.dtype)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    l2 = l2_bytes()
     records = []
     for shape_text in args.shapes.split(","):
         m, n, k = common.parse_shape(shape_text, "matmul")
@@ -57,10 +56,9 @@ def main(argv=None) -> int:
             for b_layout in ("row", "col"):
                 inputs = [(operand(m, k, dtype, a_layout), operand(k, n, dtype, b_layout)) for _ in range(copies)]
                 out = torch.empty(m, n, device="cuda", dtype=dtype)
-                ours = common.graph_time_us(lambda i: cp.matmul(*inputs[i], backend=args.backend, kernel=args.kernel),
-                                            copies, args.calls, args.replays)
-                cublas = common.graph_time_us(lambda i: torch.matmul(*inputs[i], out=out), copies, args.calls,
-                                              args.replays)
+                ours = common.launch_time_us(
+                    lambda i: cp.matmul(*inputs[i], backend=args.backend, kernel=args.kernel), copies, args.samples)
+                cublas = common.launch_time_us(lambda i: torch.matmul(*inputs[i], out=out), copies, args.samples)
                 err, problem = relative_error(cp.matmul(*inputs[0], backend=args.backend, kernel=args.kernel),
                                               inputs[0][0].double() @ inputs[0][1].double())
                 ok = not problem and err <= common.TOLERANCE["matmul"][dtype]

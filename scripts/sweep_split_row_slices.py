@@ -8,9 +8,9 @@
 For each (shape, dtype, direction) it times the plan's own choice first (`rule`), then every count
 in --slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts
 ("Nc", which can land on fewer slices). The count reaches the native layout through
-CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call. Each point is a CUDA graph of --calls launches (the
-per-call workspace memset included, as a user runs it) over the benchmark's rotation of input copies
-(input_copies_for), replayed --replays times; the median replay / calls is the time, divided into the
+CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call. Each point is timed as the benchmark times a provider
+(the per-call workspace memset included, as a user runs it), over its rotation of input copies
+(input_copies_for; _common.launch_time_us, the median of --samples), and divided into the
 benchmark's device-copy ceiling. Every point's output is checked against float64 PyTorch, and its
 inputs unchanged. For looking at layouts, not for the README: the benchmark (python -m
 cuda_portfolio.bench) is what measures against peers.
@@ -39,8 +39,7 @@ def parse_args(argv=None):
     p.add_argument("--dtype", default="fp32,bf16")
     p.add_argument("--direction", default="fwd,bwd")
     p.add_argument("--slices", default=None, help="counts to force, comma-separated (default: per shape)")
-    p.add_argument("--calls", type=int, default=10)
-    p.add_argument("--replays", type=int, default=5)
+    p.add_argument("--samples", type=int, default=5)
     p.add_argument("--json", default=None)
     p.add_argument("--plot", default=None, help="PNG: ratio to copy against the slice count, one panel per case")
     p.add_argument("--replot", default=None, metavar="JSON", help="draw a stored sweep (with --plot) and exit")
@@ -135,7 +134,7 @@ def main(argv=None) -> int:
                         os.environ[ENV] = forced
                     else:
                         os.environ.pop(ENV, None)
-                    us = common.graph_time_us(call, copies, args.calls, args.replays)
+                    us = common.launch_time_us(call, copies, args.samples)
                     out.fill_(float("nan"))
                     call(copies - 1)
                     err = ((out.double() - want).abs().max() / want.abs().max()).item()

@@ -7,8 +7,8 @@
 For each shape and dtype: cuBLAS (torch.matmul), then each Triton kernel at every config of its
 autotune space and at the candidates below (the tiled kernel at split_k_for's split and unsplit).
 The config the autotuner picks for the shape (one matmul call, then kernel_config) is marked. Each
-point is a CUDA graph of --calls launches over the benchmark's rotation of input copies
-(input_copies_for; _common.graph_time_us). Its output is NaN-poisoned, then checked against float64
+point is timed as the benchmark times a provider, over its rotation of input copies
+(input_copies_for; _common.launch_time_us). Its output is NaN-poisoned, then checked against float64
 torch, and its inputs are checked unchanged. A config that does not fit the GPU is listed as such. For looking at
 configs, not for the README: the benchmark (python -m cuda_portfolio.bench) measures against peers.
 """
@@ -33,8 +33,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shapes", default="128x8192x8192,1024x1024x16384,4000x3000x2000", help="MxNxK, comma-separated")
     p.add_argument("--dtype", default="bf16,fp16")
-    p.add_argument("--calls", type=int, default=10)
-    p.add_argument("--replays", type=int, default=5)
+    p.add_argument("--samples", type=int, default=5)
     p.add_argument("--json", default=None)
     return p.parse_args(argv)
 
@@ -45,11 +44,10 @@ def main(argv=None) -> int:
     import triton
 
     from cuda_portfolio.bench.case import relative_error
-    from cuda_portfolio.bench.timing import input_copies_for
+    from cuda_portfolio.bench.timing import input_copies_for, l2_bytes
     from cuda_portfolio.triton_kernels import matmul as tm
 
-    props = torch.cuda.get_device_properties(0)
-    l2, sms = props.L2_cache_size, props.multi_processor_count
+    l2, sms = l2_bytes(), torch.cuda.get_device_properties(0).multi_processor_count
     candidates = tuple(tm.TileConfig(*c) for c in CANDIDATES)
     records = []
     for shape_text in args.shapes.split(","):
@@ -62,8 +60,7 @@ def main(argv=None) -> int:
             kept = tuple(t.clone() for t in inputs[-1])
             want = inputs[-1][0].double() @ inputs[-1][1].double()
             out = torch.empty(m, n, device="cuda", dtype=dtype)
-            cublas_us = common.graph_time_us(lambda i: torch.matmul(*inputs[i], out=out), copies, args.calls,
-                                             args.replays)
+            cublas_us = common.launch_time_us(lambda i: torch.matmul(*inputs[i], out=out), copies, args.samples)
             print(f"{shape_text} {dtype_text}: cuBLAS {cublas_us:.1f} us", flush=True)
             for kernel in ("tiled", "persistent_tma"):
                 a, b = inputs[-1]
@@ -88,7 +85,7 @@ def main(argv=None) -> int:
                                "in_autotune_space": config in space, "autotuner_pick": text == picked,
                                "cublas_us": cublas_us}
                         try:
-                            us = common.graph_time_us(launch, copies, args.calls, args.replays)
+                            us = common.launch_time_us(launch, copies, args.samples)
                         except triton.runtime.errors.OutOfResources as exc:
                             rec.update(status="does not fit", reason=str(exc))
                             records.append(rec)
