@@ -7,8 +7,10 @@ model in plain PyTorch.
     TRITON_INTERPRET=1 python examples/train_classifier.py --device cpu --tiny   # no GPU
 
 The loss is -mean(log p[target]) with p = cp.softmax(logits); gradients flow through
-cp.softmax's and cp.matmul's custom backward kernels. The script prints both losses every few
-steps and exits non-zero if ours drifts from the PyTorch twin by more than the dtype allows.
+cp.softmax's and cp.matmul's custom backward kernels. A fifth of the labels are random, so the
+loss cannot reach zero (where any two runs would agree). The script prints both losses every few
+steps and exits non-zero if, at any step, ours drifts from the PyTorch twin by more than the dtype
+allows, or if it did not train.
 """
 from __future__ import annotations
 
@@ -20,15 +22,21 @@ import torch
 import cuda_portfolio as cp
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-# Relative loss difference allowed after training (ours vs the PyTorch twin, same init and data).
+# Relative loss difference allowed at every step (ours vs the PyTorch twin, same init and data).
 DRIFT = {torch.float32: 1e-3, torch.bfloat16: 5e-2, torch.float16: 2e-2}
 
 
+LABEL_NOISE = 0.2  # fraction of samples whose label is drawn at random
+
+
 def make_data(n: int, features: int, classes: int, device, generator):
-    """Gaussian blobs: class c is centred on a random point; labels are what we learn."""
-    centres = torch.randn(classes, features, generator=generator) * 3
+    """Gaussian blobs: class c is centred on a random point; labels are what we learn, LABEL_NOISE
+    of them replaced by random ones."""
+    centres = torch.randn(classes, features, generator=generator)
     labels = torch.randint(0, classes, (n,), generator=generator)
     x = centres[labels] + torch.randn(n, features, generator=generator)
+    noisy = torch.rand(n, generator=generator) < LABEL_NOISE
+    labels[noisy] = torch.randint(0, classes, (int(noisy.sum()),), generator=generator)
     return x.to(device), labels.to(device)
 
 
@@ -70,9 +78,11 @@ def main(argv=None) -> int:
     ours = [w.clone().requires_grad_() for w in (w1, w2)]
     twin = [w.clone().requires_grad_() for w in (w1, w2)]
 
+    worst = 0.0  # largest relative loss difference over the steps
     for step in range(args.steps + 1):
         l_ours = loss_ours(x, labels, *ours, args.backend)
         l_twin = loss_torch(x, labels, *twin)
+        worst = max(worst, abs(l_ours.item() - l_twin.item()) / max(abs(l_twin.item()), 1e-12))
         if step % max(1, args.steps // 10) == 0 or step == args.steps:
             print(f"step {step:4d}  loss ours {l_ours.item():.4f}  torch {l_twin.item():.4f}")
         if step == args.steps:
@@ -83,11 +93,10 @@ def main(argv=None) -> int:
                 for p, g in zip(params, grads):
                     p -= args.lr * g
 
-    drift = abs(l_ours.item() - l_twin.item()) / max(abs(l_twin.item()), 1e-12)
     first = loss_torch(x, labels, w1, w2).item()
-    print(f"final loss ours {l_ours.item():.4f} vs torch {l_twin.item():.4f} (relative drift {drift:.1e}, "
-          f"allowed {DRIFT[dtype]:.0e}); started at {first:.4f}")
-    if drift > DRIFT[dtype] or not l_ours.item() < first:
+    print(f"final loss ours {l_ours.item():.4f} vs torch {l_twin.item():.4f}, started at {first:.4f}; "
+          f"largest relative difference over the steps {worst:.1e} (allowed {DRIFT[dtype]:.0e})")
+    if worst > DRIFT[dtype] or not l_ours.item() < first:
         print("FAILED: ours did not train like the PyTorch twin", file=sys.stderr)
         return 1
     return 0

@@ -10,7 +10,4 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-if os.environ.get("TRITON_INTERPRET") == "1":
-    from tests.interpreter_fixes import fix_triton_36_interpreter
-
-    fix_triton_36_interpreter()
+# (cuda_portfolio.triton_kernels applies its Triton 3.6 interpreter fixes itself when imported under it.)

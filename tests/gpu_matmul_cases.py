@@ -271,6 +271,17 @@ class MatmulGpuTest(GpuTestCase):
                         self.assertClose(a.grad, a64.grad, TOLERANCE[dtype], "dA")
                         self.assertClose(b.grad, b64.grad, TOLERANCE[dtype], "dB")
 
+    def test_auto_backend_runs_fp32_without_tf32_on_cuda(self):
+        """backend="auto": Triton, except fp32 without tf32 (CUDA's register_blocked; matmul.auto_backend)."""
+        from cuda_portfolio.matmul import auto_backend
+        cuda_ok, triton_ok = (cp.available_backends()[name][0] for name in ("cuda", "triton"))
+        if not (cuda_ok and triton_ok):
+            self.skipTest("the auto backend choice needs both backends")
+        for dtype, allow_tf32, expected in ((torch.float32, False, "cuda"), (torch.float32, True, "triton"),
+                                            (torch.bfloat16, False, "triton"), (torch.float16, False, "triton")):
+            with self.subTest(dtype=dtype, allow_tf32=allow_tf32):
+                self.assertEqual(auto_backend(self.operand(64, 64, dtype), allow_tf32), expected)
+
     def test_every_kernel_through_public_api_with_backward(self):
         for backend in ("cuda", "triton"):
             for kernel in cp.matmul_kernels(backend):

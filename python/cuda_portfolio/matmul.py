@@ -30,10 +30,16 @@ def matmul_kernels(backend: str) -> list[str]:
     return _backend_module(backend).kernels()
 
 
-def auto_backend(a: torch.Tensor) -> str:
+def auto_backend(a: torch.Tensor, allow_tf32: bool) -> str:
     """The backend backend="auto" runs a @ b on: Triton where it can run (its autotuned kernels are
-    the ones held to the cuBLAS targets), else the first available one. Benchmarks refine this."""
-    if a.is_cuda and available_backends()["triton"][0]:
+    the ones held to the cuBLAS targets), else the first available one. Exception: fp32 without tf32
+    runs on CUDA's register_blocked when it can. Without tensor cores the Triton dot is unrolled FMAs,
+    slower (43.4 against 47.4 TFLOP/s at 4096^3, results/h200/matmul-ladder.json), and its autotune
+    compiles every such tile for each new problem class: minutes before the first result."""
+    statuses = available_backends()
+    if a.is_cuda and a.dtype == torch.float32 and not allow_tf32 and statuses["cuda"][0]:
+        return "cuda"
+    if a.is_cuda and statuses["triton"][0]:
         return "triton"
     return resolve_backend("auto", a, OP)
 
@@ -47,7 +53,7 @@ def _unit_stride(t: torch.Tensor) -> torch.Tensor:
 
 @torch.library.custom_op("cuda_portfolio::matmul", mutates_args=())
 def _matmul_op(a: torch.Tensor, b: torch.Tensor, backend: str, kernel: str, allow_tf32: bool) -> torch.Tensor:
-    chosen = auto_backend(a) if backend == "auto" else resolve_backend(backend, a, OP)
+    chosen = auto_backend(a, allow_tf32) if backend == "auto" else resolve_backend(backend, a, OP)
     module = _backend_module(chosen)
     if kernel != "auto" and kernel not in module.kernels():
         raise ValueError(f"{OP}: unknown kernel {kernel!r} for backend {chosen!r}; "

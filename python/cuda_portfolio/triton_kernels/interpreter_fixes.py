@@ -1,4 +1,5 @@
-"""Work-arounds for the Triton 3.6 interpreter, applied by tests/conftest.py under TRITON_INTERPRET=1."""
+"""Work-arounds for the Triton 3.6 interpreter (TRITON_INTERPRET=1: kernels run on CPU tensors in
+numpy), applied when this package is imported under it; the compiled path never sees them."""
 import inspect
 
 import numpy as np
@@ -10,6 +11,8 @@ def fix_triton_36_interpreter():
     a 1-d array), and tl.dot multiplies bf16 operands as their raw uint16 bits."""
     from triton.runtime import interpreter
 
+    if getattr(interpreter, "_cuda_portfolio_fixed", False):
+        return
     patch_tensor = interpreter._patch_lang_tensor
     if list(inspect.signature(patch_tensor).parameters) != ["tensor", "scope"]:
         return  # another interpreter layout (Triton < 3.5): these patches do not apply
@@ -31,4 +34,5 @@ def fix_triton_36_interpreter():
 
     interpreter._patch_lang_tensor = patched_tensor
     interpreter.InterpreterBuilder.create_dot = patched_dot
+    interpreter._cuda_portfolio_fixed = True
 
