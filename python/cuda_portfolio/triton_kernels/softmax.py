@@ -404,13 +404,16 @@ def check_plan(plan: str, rows: int, cols: int, dtype: torch.dtype, device: torc
 
 def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, direction: str = "fwd") -> str:
     """Short rows: several per program; rows that fit in registers: one per program; longer rows:
-    online when there are enough rows to give every SM several, else split across programs.
-    The same plan both ways (`direction` is accepted for the backends' common interface)."""
+    online when there are about as many rows as SMs, else split across programs. Measured on the
+    H200 (132 SMs; results/h200/experiments/softmax-plans-62aafa1-triton-rows.json): block_online
+    wins at 128 and 256 rows, both ways, fp32 and bf16 (0.50-0.59 of copy against 0.42-0.55), and
+    loses at 32 rows (0.18 against 0.48). The same plan both ways (`direction` is accepted for the
+    backends' common interface)."""
     if cols <= WARP_PER_ROW_MAX_COLS:
         return "warp_per_row"
     if cols <= BLOCK_PER_ROW_MAX_COLS:
         return "block_per_row"
-    return "block_online" if rows >= 4 * _sm_count(device) else "split_row"
+    return "block_online" if rows >= 7 * _sm_count(device) // 8 else "split_row"
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
