@@ -116,7 +116,8 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(65536, 256, torch.float32, CPU), "warp_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 4096, torch.bfloat16, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(1024, 131072, torch.float32, CPU), "block_online")
-        self.assertEqual(triton_softmax.choose_plan(4, 4194304, torch.float32, CPU), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(1, 4194304, torch.float32, CPU), "split_row")  # < 7/8 row per SM
+        self.assertEqual(triton_softmax.choose_plan(4, 4194304, torch.float32, CPU), "block_online")
 
 
 @needs_interpreter
