@@ -35,7 +35,8 @@ def auto_backend(a: torch.Tensor, allow_tf32: bool) -> str:
     the ones held to the cuBLAS targets), else the first available one. Exception: fp32 without tf32
     runs on CUDA's register_blocked when it can. Without tensor cores the Triton dot is unrolled FMAs,
     slower (43.4 against 47.4 TFLOP/s at 4096^3, results/h200/matmul-ladder.json), and its autotune
-    compiles every such tile for each new problem class: minutes before the first result."""
+    compiles every such tile for each new problem class (16.5 s before the first 8192x1024x256 result on
+    the H200, results/h200/gpu-tier.txt)."""
     statuses = available_backends()
     if a.is_cuda and a.dtype == torch.float32 and not allow_tf32 and statuses["cuda"][0]:
         return "cuda"
