@@ -1,6 +1,7 @@
 """CPU tier: the benchmark harness without a GPU: argument parsing, shape presets, the results
 schema, the interleaving/validation/ratio logic (with a fake timer), table and plot rendering
-from a stored results file (tests/data/bench_results_fixture.json), --help in a subprocess."""
+from a stored results file (tests/data/bench_results_fixture.json), the comparison of two results
+files, --help in a subprocess."""
 import contextlib
 import copy
 import importlib.util
@@ -16,6 +17,7 @@ from pathlib import Path
 import torch
 
 from cuda_portfolio.bench import cli, env, shapes
+from cuda_portfolio.bench import compare
 from cuda_portfolio.bench.case import CONTROL, OURS, PEER, Case, Provider, relative_error
 from cuda_portfolio.bench.report import render_table
 from cuda_portfolio.bench.runner import run_case
@@ -294,6 +296,57 @@ class RenderTest(unittest.TestCase):
                 data = f.read()
         self.assertEqual(data[:8], b"\x89PNG\r\n\x1a\n")
         self.assertGreater(len(data), 20000)
+
+
+class CompareTest(unittest.TestCase):
+    """bench.compare: BEFORE and AFTER matched record by record, judged against their A/A bands."""
+
+    def ours_ok(self, doc):
+        return [r for r in doc["records"] if r["kind"] == "ours" and r["status"] == "ok"]
+
+    def test_a_run_against_itself_is_all_noise(self):
+        doc = load_fixture()
+        lines = compare.compare_lines(doc, copy.deepcopy(doc))
+        self.assertEqual(lines[-1], f"0 faster, 0 slower, {len(self.ours_ok(doc))} within noise, "
+                                    "2 not comparable (?: absent from one run or not ok)")
+        self.assertFalse([line for line in lines if line[:2] in ("+ ", "- ")])
+
+    def test_changes_outside_the_band_are_marked_and_inside_are_not(self):
+        before = load_fixture()
+        after = copy.deepcopy(before)
+        low, high = compare.aa_band(before["records"])
+        faster, slower, small = self.ours_ok(after)[:3]
+        faster["ratio_to_ceiling"] *= high * 1.10
+        slower["ratio_to_ceiling"] *= low * 0.90
+        small["ratio_to_ceiling"] *= (1.0 + high) / 2  # inside the band
+        lines = compare.compare_lines(before, after, changed_only=True)
+        marked = {line[0] for line in lines if line[:2] in ("+ ", "- ", "= ")}
+        self.assertEqual(marked, {"+", "-"})
+        self.assertTrue(any(line.startswith("+ ") and compare.provider_label(faster) in line for line in lines))
+        self.assertTrue(lines[-1].startswith("1 faster, 1 slower, "), lines[-1])
+
+    def test_a_different_plan_that_ran_is_named(self):
+        before = load_fixture()
+        after = copy.deepcopy(before)
+        mine = next(r for r in self.ours_ok(after) if r["plan"] == "auto")
+        mine["resolved_plan"] = "split_row"
+        lines = compare.compare_lines(before, after)
+        self.assertTrue(any("-> split_row)" in line for line in lines))
+
+    def test_peers_only_on_request(self):
+        doc = load_fixture()
+        self.assertFalse(any(" torch " in line for line in compare.compare_lines(doc, doc)[4:]))
+        self.assertTrue(any(" torch " in line for line in compare.compare_lines(doc, doc, peers=True)[4:]))
+
+    def test_command_line_refuses_a_file_that_is_not_results(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "bad.json")
+            with open(bad, "w") as f:
+                json.dump({"schema": "something else"}, f)
+            r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench.compare", str(FIXTURE), bad],
+                               capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("is not a benchmark results file", r.stderr)
 
 
 class CommandLineTest(unittest.TestCase):

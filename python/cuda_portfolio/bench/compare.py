@@ -1,0 +1,121 @@
+"""Two benchmark results files side by side: what moved between a BEFORE and an AFTER run.
+
+    python -m cuda_portfolio.bench.compare results/h200/softmax.json results/local/softmax.json
+    python -m cuda_portfolio.bench.compare BEFORE.json AFTER.json --peers --changed
+
+Each run is compared through its own ceiling (ratio to the device copy for softmax, to cuBLAS for
+GEMM, both measured in that run), so a GPU that runs warmer or a cuBLAS that tuned differently does
+not read as a kernel change. A record is matched by (op, direction, dtype, shape, provider, plan
+asked for); the plan that ran is printed when it differs. The verdict uses the A/A controls of both
+runs: a change inside the wider of the two bands (time ratio of a peer timed twice) is noise ("="),
+outside it faster ("+") or slower ("-"). The bands measure noise within a run; two runs hours or
+boots apart drift more, so read a mark just outside the band as a lead to rerun, not a result.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .report import case_key, case_title, provider_label
+from .schema import validate_results
+
+
+def aa_band(records: list[dict]) -> tuple[float, float] | None:
+    """(lowest, highest) A/A time ratio of a run's controls, or None when it has none."""
+    ratios = [r["ratio_to_peers"][r["control_of"]] for r in records
+              if r["kind"] == "control" and r["status"] == "ok" and r["control_of"] in r["ratio_to_peers"]]
+    return (min(ratios), max(ratios)) if ratios else None
+
+
+def _key(r: dict) -> tuple:
+    return case_key(r) + (r["provider"], r["plan"])
+
+
+def _cell(r: dict | None) -> str:
+    if r is None:
+        return "absent"
+    if r["status"] != "ok":
+        return r["status"]
+    return f"{r['ratio_to_ceiling']:.2f}"
+
+
+def verdict(gain: float, band: tuple[float, float] | None) -> str:
+    """'+' / '-' / '=' for AFTER's ratio to ceiling over BEFORE's (> 1: faster), against the A/A band."""
+    low, high = band if band else (1.0, 1.0)
+    if gain > high:
+        return "+"
+    if gain < low:
+        return "-"
+    return "="
+
+
+def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: bool = False) -> list[str]:
+    """The comparison as printable lines: a header per run, one line per matched record, a summary."""
+    kinds = ("ours", "peer") if peers else ("ours",)
+    old = {_key(r): r for r in before["records"] if r["kind"] in kinds}
+    new = {_key(r): r for r in after["records"] if r["kind"] in kinds}
+    bands = [aa_band(before["records"]), aa_band(after["records"])]
+    known = [b for b in bands if b]
+    band = (min(b[0] for b in known), max(b[1] for b in known)) if known else None
+
+    lines = []
+    for name, doc, b in (("before", before, bands[0]), ("after", after, bands[1])):
+        env = doc["env"]
+        aa = f"A/A {b[0]:.3f}..{b[1]:.3f}" if b else "no A/A control"
+        lines.append(f"{name}: commit {(env['git_commit'] or 'unknown')[:12]}{' (dirty)' if env['git_dirty'] else ''}, "
+                     f"{env['date']}, {env['gpu']}, {aa}")
+    lines.append("noise band: " + (f"{band[0]:.3f}..{band[1]:.3f} (time ratio)" if band else
+                                   "none (no A/A control in either run): every change is marked"))
+    lines.append("ratio to the run's ceiling (x copy for softmax, x cuBLAS for GEMM), before -> after; "
+                 "gain = after / before")
+
+    counts = {"+": 0, "-": 0, "=": 0}
+    rows = []
+    for key in sorted(old.keys() | new.keys(), key=lambda k: tuple(map(str, k))):
+        a, b = old.get(key), new.get(key)
+        record = b or a
+        label = provider_label(record)
+        plans = ""
+        if a and b and a.get("resolved_plan") != b.get("resolved_plan"):
+            plans = f"  (ran {a.get('resolved_plan')} -> {b.get('resolved_plan')})"
+        if a and b and a["status"] == "ok" and b["status"] == "ok":
+            gain = b["ratio_to_ceiling"] / a["ratio_to_ceiling"]
+            mark = verdict(gain, band)
+            counts[mark] += 1
+            if changed_only and mark == "=":
+                continue
+            rows.append(f"{mark} {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7} "
+                        f"gain {gain:5.3f}{plans}")
+        else:
+            rows.append(f"? {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7}{plans}")
+    lines += rows
+    unmatched = len(rows) - (counts["+"] + counts["-"] + (0 if changed_only else counts["="]))
+    lines.append(f"{counts['+']} faster, {counts['-']} slower, {counts['=']} within noise"
+                 + (f", {unmatched} not comparable (?: absent from one run or not ok)" if unmatched else ""))
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cuda_portfolio.bench.compare", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("before", type=argparse.FileType("r"), help="results JSON of the earlier run")
+    parser.add_argument("after", type=argparse.FileType("r"), help="results JSON of the later run")
+    parser.add_argument("--peers", action="store_true", help="compare the peers' records too (torch, cuBLAS, ...)")
+    parser.add_argument("--changed", action="store_true", help="print only the records outside the noise band")
+    args = parser.parse_args(argv)
+    docs = []
+    for f in (args.before, args.after):
+        with f:
+            doc = json.load(f)
+        problems = validate_results(doc)
+        if problems:
+            print(f"compare: {f.name} is not a benchmark results file: {problems[0]}", file=sys.stderr)
+            return 2
+        docs.append(doc)
+    print("\n".join(compare_lines(*docs, peers=args.peers, changed_only=args.changed)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
