@@ -70,8 +70,7 @@ def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: 
     lines.append("ratio to the run's ceiling (x copy for softmax, x cuBLAS for GEMM), before -> after; "
                  "gain = after / before")
 
-    counts = {"+": 0, "-": 0, "=": 0}
-    rows = []
+    counts = {"+": 0, "-": 0, "=": 0, "?": 0}
     for key in sorted(old.keys() | new.keys(), key=lambda k: tuple(map(str, k))):
         a, b = old.get(key), new.get(key)
         record = b or a
@@ -83,16 +82,14 @@ def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: 
             gain = b["ratio_to_ceiling"] / a["ratio_to_ceiling"]
             mark = verdict(gain, band)
             counts[mark] += 1
-            if changed_only and mark == "=":
-                continue
-            rows.append(f"{mark} {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7} "
-                        f"gain {gain:5.3f}{plans}")
+            if not (changed_only and mark == "="):
+                lines.append(f"{mark} {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7} "
+                             f"gain {gain:5.3f}{plans}")
         else:
-            rows.append(f"? {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7}{plans}")
-    lines += rows
-    unmatched = len(rows) - (counts["+"] + counts["-"] + (0 if changed_only else counts["="]))
+            counts["?"] += 1
+            lines.append(f"? {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7}{plans}")
     lines.append(f"{counts['+']} faster, {counts['-']} slower, {counts['=']} within noise"
-                 + (f", {unmatched} not comparable (?: absent from one run or not ok)" if unmatched else ""))
+                 + (f", {counts['?']} not comparable (?: absent from one run or not ok)" if counts["?"] else ""))
     return lines
 
 
