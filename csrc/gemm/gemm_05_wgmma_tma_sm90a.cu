@@ -648,14 +648,15 @@ bool lines_on_sectors(const ConstMatrixView& x) {
 //   FLOP (docs/perf-log.md).
 // Everything else keeps 128 x 256 tiles and split_count.
 struct TilePlan {
-  int bm, bn, splits;
+  int bm, bn, stages, splits;
 };
 TilePlan tile_plan(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count, bool b_off_sectors_a_on) {
   const std::int64_t narrow_tiles = (n + Narrow::kBN - 1) / Narrow::kBN;
-  if (m <= Narrow::kBM && narrow_tiles * 10 >= std::int64_t{9} * sm_count) return {Narrow::kBM, Narrow::kBN, 1};
+  if (m <= Narrow::kBM && narrow_tiles * 10 >= std::int64_t{9} * sm_count)
+    return {Narrow::kBM, Narrow::kBN, Narrow::kStages, 1};
   const int splits = split_count(m, n, k, sm_count);
-  if (splits == 1 && b_off_sectors_a_on) return {Tall::kBM, Tall::kBN, 1};
-  return {Wide::kBM, Wide::kBN, splits};
+  if (splits == 1 && b_off_sectors_a_on) return {Tall::kBM, Tall::kBN, Tall::kStages, 1};
+  return {Wide::kBM, Wide::kBN, Wide::kStages, splits};
 }
 TilePlan tile_plan(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
   return tile_plan(a.rows, b.cols, a.cols, sm_count, !lines_on_sectors(b) && lines_on_sectors(a));
@@ -717,9 +718,8 @@ std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64
 
 std::string wgmma_tma_config(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
   const TilePlan plan = tile_plan(a, b, sm_count);
-  const int stages = plan.bn == Narrow::kBN ? Narrow::kStages : plan.bm == Tall::kBM ? Tall::kStages : Wide::kStages;
   return std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" + std::to_string(kBK) + ", " +
-         std::to_string(stages) + " stages, split-K " + std::to_string(plan.splits);
+         std::to_string(plan.stages) + " stages, split-K " + std::to_string(plan.splits);
 }
 
 void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,

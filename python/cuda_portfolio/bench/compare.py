@@ -17,14 +17,13 @@ import argparse
 import json
 import sys
 
-from .report import case_key, case_title, provider_label
+from .report import aa_ratios, case_key, case_title, provider_label
 from .schema import validate_results
 
 
 def aa_band(records: list[dict]) -> tuple[float, float] | None:
     """(lowest, highest) A/A time ratio of a run's controls, or None when it has none."""
-    ratios = [r["ratio_to_peers"][r["control_of"]] for r in records
-              if r["kind"] == "control" and r["status"] == "ok" and r["control_of"] in r["ratio_to_peers"]]
+    ratios = aa_ratios(records)
     return (min(ratios), max(ratios)) if ratios else None
 
 

@@ -63,10 +63,15 @@ def render_table(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def aa_ratios(records: list[dict]) -> list[float]:
+    """Time ratio of each A/A control (a peer timed a second time) to the peer it repeats."""
+    return [r["ratio_to_peers"][r["control_of"]] for r in records
+            if r["kind"] == "control" and r["status"] == "ok" and r["control_of"] in r["ratio_to_peers"]]
+
+
 def summary_lines(records: list[dict]) -> list[str]:
     """The noise floor from the A/A controls, and the count of each status."""
-    aa = [r["ratio_to_peers"][r["control_of"]] for r in records
-          if r["kind"] == "control" and r["status"] == "ok" and r["control_of"] in r["ratio_to_peers"]]
+    aa = aa_ratios(records)
     lines = []
     if aa:
         lines.append(f"A/A control (same peer timed twice): time ratio {min(aa):.3f}..{max(aa):.3f} over {len(aa)} "

@@ -326,13 +326,18 @@ class LaunchConfig(NamedTuple):
     stream_stores: bool = False  # backward: evict-first (.cs) output stores (_grad_span_reversed)
 
 
+def _register_share(num_warps: int, per_sm: int) -> int | None:
+    """Registers per thread when per_sm programs of num_warps warps split the register file, rounded
+    down to ptxas's allocation unit of 8; None when that exceeds the 255-register limit (no cap)."""
+    share = REGISTERS_PER_SM // (32 * num_warps * per_sm) // 8 * 8
+    return share if share < 255 else None
+
+
 def _register_residency(num_warps: int, registers: int) -> tuple[int, int | None]:
     """(programs per SM, register cap per thread) for programs of num_warps warps needing `registers`:
-    as many as the register file holds, each capped at its share, rounded down to ptxas's allocation unit
-    of 8 (None when the share exceeds the 255-register limit)."""
+    as many as the register file holds, each capped at its share."""
     per_sm = max(1, REGISTERS_PER_SM // (32 * num_warps * registers))
-    share = REGISTERS_PER_SM // (32 * num_warps * per_sm) // 8 * 8
-    return per_sm, share if share < 255 else None
+    return per_sm, _register_share(num_warps, per_sm)
 
 
 @functools.lru_cache(maxsize=None)
@@ -374,9 +379,8 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         chunk_tiles = SPLIT_ROW_CHUNK_BYTES // (block_n * dtype.itemsize * operands)
         return LaunchConfig(block_n, num_warps, 1, min(stages, chunk_tiles + 1) if chunk_tiles > 1 else 1,
                             stream_stores=True)
-    share = REGISTERS_PER_SM // (32 * num_warps * STREAM_PROGRAMS_PER_SM)
-    return LaunchConfig(block_n, num_warps, 1, stages, STREAM_PROGRAMS_PER_SM, share if share < 255 else None,
-                        stream_stores=True)
+    return LaunchConfig(block_n, num_warps, 1, stages, STREAM_PROGRAMS_PER_SM,
+                        _register_share(num_warps, STREAM_PROGRAMS_PER_SM), stream_stores=True)
 
 
 @functools.lru_cache(maxsize=None)
