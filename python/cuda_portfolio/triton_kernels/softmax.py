@@ -39,8 +39,10 @@ per SM. So do backward rows outside
 Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
 slower (fb4210d), and 16-bit ones cannot use async copies at all; their stores, scalar, are not .cs either.
 
-Exponentials are one MUFU.EX2 each (_exp, FAST_EXP2), and the online update takes one per element
-(_online_max_sum): the 16-bit forward is issue-bound otherwise (docs/perf-log.md).
+Exponentials are one MUFU.EX2 each (_exp, FAST_EXP2). block_online's online update takes one per element,
+split_row's kernel 1 two (_online_max_sum, ONE_EXP): each form measured the faster in its plan (docs/perf-log.md).
+The forward's output stores are .cs, as the backward's, so y does not evict x lines still waiting for
+their second read.
 
 NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima propagate NaN),
 -inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
@@ -126,37 +128,46 @@ def _softmax_grad_tile(y, dy):
 
 
 @triton.jit
-def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr):
+def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, ONE_EXP: tl.constexpr):
     """(max, sum(exp(x - max))) of x_row[start:stop] in one read, as fp32 scalars.
 
     Each lane keeps its own running max and rescaled sum; lanes are combined once at the end.
-    One exponential per element: e = exp(-|x - m|) is the new element's term when x <= m, and the
-    old sum's rescale factor when x > m (the element then adds exp(0) = 1). The running max starts
-    at -FLT_MAX, not -inf, so no x - m is -inf - -inf (NaN): -inf elements add exp(-inf) = 0, and a
-    lane or span of only -inf returns (-FLT_MAX, 0), whose 1/0 makes an all -inf row NaN in the
-    normalize pass (0 * inf), as torch. NaN in x makes e, then s, NaN.
+    ONE_EXP: one exponential per element: e = exp(-|x - m|) is the new element's term when x <= m, and
+    the old sum's rescale factor when x > m (the element then adds exp(0) = 1). Otherwise two: the old
+    sum rescaled by exp(m - m_new) plus exp(x - m_new). Measured on the H200 (session 12, forward, x copy):
+    in split_row's kernel 1 two exponentials run 0.03-0.06 faster at every long shape; in block_online one
+    runs 0.01-0.03 faster at 131072 and 262144 columns and 0.02-0.03 slower at 2048x50257. Neither is
+    explained yet (docs/perf-log.md, "Session 12"); each plan takes the form that won most.
+    The running max starts at -FLT_MAX, not -inf, so no x - m is -inf - -inf (NaN): -inf elements add
+    exp(-inf) = 0, and a lane or span of only -inf returns (-FLT_MAX, 0), whose 1/0 makes an all -inf row
+    NaN in the normalize pass (0 * inf), as torch. NaN in x makes the max, then s, NaN.
     """
     m = tl.full([BLOCK_N], -FLT_MAX, tl.float32)
     s = tl.zeros([BLOCK_N], tl.float32)
     for tile in range(start, stop, BLOCK_N):
         col = tile + tl.arange(0, BLOCK_N)
         x = tl.load(x_row + col, mask=col < stop, other=float("-inf"), eviction_policy="evict_last").to(tl.float32)
-        e = _exp(-tl.abs(x - m))
-        s = tl.where(x > m, s * e + 1.0, s + e)
-        m = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
+        m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
+        if ONE_EXP:
+            e = _exp(-tl.abs(x - m))
+            s = tl.where(x > m, s * e + 1.0, s + e)
+        else:
+            s = s * _exp(m - m_new) + _exp(x - m_new)
+        m = m_new
     m_all = tl.max(m, axis=0)
     return m_all, tl.sum(s * _exp(m - m_all), axis=0)
 
 
 @triton.jit
 def _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_N: tl.constexpr):
-    """y_row[start:stop] = exp(x - row_max) * inv_sum, last tile first (it is the freshest in L2)."""
+    """y_row[start:stop] = exp(x - row_max) * inv_sum, last tile first (it is the freshest in L2); .cs stores."""
     tiles = tl.cdiv(stop - start, BLOCK_N)
     for i in range(0, tiles):
         col = start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
         mask = col < stop
         x = tl.load(x_row + col, mask=mask, other=float("-inf"), eviction_policy="evict_first").to(tl.float32)
-        tl.store(y_row + col, (_exp(x - row_max) * inv_sum).to(y_row.dtype.element_ty), mask=mask)
+        tl.store(y_row + col, (_exp(x - row_max) * inv_sum).to(y_row.dtype.element_ty), mask=mask,
+                 cache_modifier=".cs")
 
 
 @triton.jit
@@ -243,7 +254,7 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_st
 def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr):
     for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
         x_row = x_ptr + row * x_row_stride
-        row_max, row_sum = _online_max_sum(x_row, 0, cols, BLOCK_N)
+        row_max, row_sum = _online_max_sum(x_row, 0, cols, BLOCK_N, ONE_EXP=True)
         _normalize_span_reversed(x_row, y_ptr + row * y_row_stride, 0, cols, row_max, 1.0 / row_sum, BLOCK_N)
 
 
@@ -268,7 +279,7 @@ def softmax_fwd_split_row_stats_kernel(x_ptr, max_ptr, sum_ptr, cols, x_row_stri
     row = pid // chunks
     start = (pid % chunks) * chunk_cols
     chunk_max, chunk_sum = _online_max_sum(x_ptr + row * x_row_stride, start, tl.minimum(start + chunk_cols, cols),
-                                           BLOCK_N)
+                                           BLOCK_N, ONE_EXP=False)
     tl.store(max_ptr + pid, chunk_max)
     tl.store(sum_ptr + pid, chunk_sum)
 
