@@ -78,7 +78,7 @@ class BenchGpuTest(GpuTestCase):
                 continue
             with self.subTest(provider=r["provider"], op=r["op"], dtype=r["dtype"], kernel=r["resolved_plan"]):
                 if r["op"] == "matmul" and r["resolved_plan"] == "wgmma_tma":
-                    self.assertRegex(r["config"] or "", r"^(128x256|128x64|256x128)x64, \d+ stages, split-K \d+$")
+                    self.assertRegex(r["config"] or "", r"^(128x256|128x128|128x64|256x128)x64, \d+ stages, split-K \d+$")
                 elif r["op"] == "matmul" and r["provider"] == "triton":
                     self.assertRegex(r["config"] or "", r"^\d+x\d+x\d+, \d+ warps, \d+ stages, group \d+")
                 elif r["op"] == "softmax":

@@ -157,7 +157,7 @@ class MatmulGpuTest(GpuTestCase):
         from cuda_portfolio.native.matmul import _WORKSPACES
 
         module = self.wgmma_tma_module()
-        # All split K on a GPU with >= 64 SMs (<= 32 output tiles of 128x256). 128x2048: one tile
+        # All split K on a GPU with >= 128 SMs (<= 64 output tiles of 128x128). 128x2048: one tile
         # row too few 64-wide tiles for the narrow configuration (128x8192 takes it: see the test
         # below). 129x257: C rows not 16-byte aligned (direct stores; B column-major so that its
         # TMA stride stays 16-byte aligned); 129x264: TMA stores; both clipped in M and N.
@@ -178,7 +178,7 @@ class MatmulGpuTest(GpuTestCase):
                     first = self.wgmma_tma_runs(module, a, b, 5, what)
                     stream = torch.cuda.current_stream().cuda_stream
                     used = next(w for w in _WORKSPACES[(device, stream)] if w.numel() >= workspace)
-                    tiles = -(-m // 128) * -(-n // 256)  # split K runs 128 x 256 tiles
+                    tiles = -(-m // 128) * -(-n // 128)  # split K runs 128 x 128 tiles
                     self.assertFalse(used[:4 * tiles].any().item(), f"{what}: tile counters not left at zero")
                     graph_out = poisoned_like(first)
                     side = torch.cuda.Stream()

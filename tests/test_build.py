@@ -52,13 +52,13 @@ class BuildTest(unittest.TestCase):
         # B's rows of 6,000 bytes start off 32-byte sectors and A's of 4,000 or 4,096 bytes on them:
         # 256 x 128 tiles, unless K is split or B is column-major (its lines are then K long too).
         for (m, n, k, b_cm, base), want in {(128, 8192, 8192, False, 0): "128x64x64, 8 stages, split-K 1",
-                                            (1024, 1024, 16384, False, 0): "128x256x64, 4 stages, split-K 4",
+                                            (1024, 1024, 16384, False, 0): "128x128x64, 6 stages, split-K 2",
                                             (4096, 4096, 4096, False, 0): "128x256x64, 4 stages, split-K 1",
                                             (4000, 3000, 2000, False, 0): "256x128x64, 4 stages, split-K 1",
                                             (4096, 3000, 2048, False, 0): "256x128x64, 4 stages, split-K 1",
                                             (4096, 3000, 2048, True, 0): "128x256x64, 4 stages, split-K 1",
                                             (4096, 3072, 2048, False, 16): "128x256x64, 4 stages, split-K 1",
-                                            (512, 1000, 8192, False, 0): "128x256x64, 4 stages, split-K 8"}.items():
+                                            (512, 1000, 8192, False, 0): "128x128x64, 6 stages, split-K 4"}.items():
             with self.subTest(shape=(m, n, k), b_column_major=b_cm, base=base):
                 self.assertEqual(config("wgmma_tma", m, n, k, b_cm, base), want)
         self.assertEqual(config("register_blocked", 4096, 4096, 4096), "")

@@ -1,7 +1,10 @@
 // Version 5, Hopper (sm_90a): TMA -> shared-memory stage ring on mbarriers -> wgmma,
-// warp-specialised and persistent. fp16/bf16 in, fp32 accumulate. One kernel, three tiles
+// warp-specialised and persistent. fp16/bf16 in, fp32 accumulate. One kernel, four tiles
 // (template parameters kBM x kBN, chosen per call by tile_plan()):
-//  - 128 x 256 tiles, 4 stages of 48 KiB, wgmma.m64n256k16: every shape but the next two.
+//  - 128 x 256 tiles, 4 stages of 48 KiB, wgmma.m64n256k16: every shape but the next three.
+//  - 128 x 128 tiles, 6 stages of 32 KiB, wgmma.m64n128k16, split K: few output tiles and long K
+//    (e.g. 1024x1024x16384: 64 tiles x split 2, cuBLAS's shape of the work there), where 128 x 256
+//    tiles needed split 4 and a fold of 3 partials per tile.
 //  - 128 x 64 tiles, 8 stages of 24 KiB, wgmma.m64n64k16, no split K: M <= 128 with at least
 //    ~0.9 x #SMs 64-wide tiles (e.g. 128x8192x8192), where 128 x 256 tiles needed split K.
 //  - 256 x 128 tiles, 4 stages of 48 KiB, two wgmma.m64n128k16 per consumer, no split K: B's
@@ -21,10 +24,10 @@
 // Each operand may be K-major or MN-major (row- or column-major in memory, no copy): the
 // tensor map's box and the descriptor's strides follow the layout and the wgmma transpose
 // bit says which. Persistent: grid = min(#SMs, work units), units visited in grouped order
-// (8 tile-rows at a time) for L2 reuse. Few 128 x 256 output tiles and long K (e.g.
-// 1024x1024x16384) split K across blocks (S <= 16 slices of >= 4 K blocks; tiles x S <= #SMs, so
-// each block gets one unit, though nothing below relies on that; the host never splits 128 x 64
-// tiles, but the kernel would fold them the same way) and reduce the slices inside this kernel
+// (8 tile-rows at a time) for L2 reuse. Few output tiles and long K (e.g. 1024x1024x16384) run
+// 128 x 128 tiles and split K across blocks (S <= 16 slices of >= 4 K blocks; tiles x S <= #SMs, so
+// each block gets one unit, though nothing below relies on that; the host splits no other tile,
+// but the kernel would fold them the same way) and reduce the slices inside this kernel
 // (fold_splits): the first S - 1 blocks of a tile to finish store their fp32 partial tile to the
 // workspace and publish it on the tile's counter (release); the last to finish (ticket S - 1)
 // waits for those S - 1 publications (acquire; they come from blocks already running) and adds
@@ -45,15 +48,20 @@
 // Shared memory (all <= 227 KiB, static_assert in TileConfig), a 192 KiB stage ring each:
 //   128 x 256: 4 x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue + 1 KiB alignment slack = 225 KiB
 //              dynamic, + 80 B static (barriers, split ticket);
+//   128 x 128: 6 x (16 KiB A + 16 KiB B) + 2 x 16 KiB epilogue + 1 KiB = 225 KiB, + 112 B static;
 //   256 x 128: 4 x (32 KiB A + 16 KiB B) + 2 x 16 KiB epilogue + 1 KiB = 225 KiB, + 80 B static;
 //   128 x 64:  8 x (16 KiB A + 8 KiB B) + 2 x 8 KiB epilogue + 1 KiB = 209 KiB, + 144 B static.
 // The folding block stashes its own partial, 32 (16 at 128 x 64) accumulators at a time, in its
-// epilogue buffer (only 128 x 256 tiles split K, but the fold is written for any tile).
+// epilogue buffer (only 128 x 128 tiles split K, but the fold is written for any tile).
 // Expected bound: 128 x 256 tiles: tensor-core issue, ~0.85-1.0x cuBLAS bf16 (600-730 TFLOP/s on
 // H200) on large shapes; one consumer's epilogue still stalls its own next tile, which ping-pong
 // consumers (two tiles in flight) and 2-CTA clusters with TMA multicast would still remove.
-// Split-K shapes: the K loop (L2- or DRAM-bound: 128 blocks each stream their own A and B slices)
-// plus a tail of one partial store and one (S - 1)-partial fold on the last block of each tile.
+// Split-K shapes (128 x 128): the K loop (L2- or DRAM-bound: 128 blocks each stream their own A and
+// B slices) plus a tail of one partial store and one (S - 1)-partial fold on the last block of each
+// tile. Per block the MACs and the wgmma issue are those of 128 x 256 at twice the split; the
+// operand bytes are 1/3 more, the fold (S - 1 = 1 partial of 64 KiB at 1024^2x16384, against 3 of
+// 128 KiB) much less. Shared-memory reads per MAC: 1.5x those of 128 x 256, under the 128 B/clock an
+// SM's shared memory gives (one m64n128k16 per consumer reads 6 KiB in its ~64 tensor clocks).
 // 128 x 64 tiles: DRAM, reading B once (128 MiB at 128x8192x8192: ~32 us at the 4.26 TB/s copy
 // ceiling; cuBLAS's 128 x 64, 8-stage kernel takes 37.2 us); every block also re-reads all of A
 // from L2 (no cluster multicast).
@@ -107,7 +115,7 @@ struct TileConfig {
   static constexpr int kATileBytes = kBM * kBK * 2;
   static constexpr int kBTileBytes = kBK * kBN * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
-  static constexpr int kStages = kRingBytes / kStageBytes;  // 4 at 128 x 256 and 256 x 128, 8 at 128 x 64
+  static constexpr int kStages = kRingBytes / kStageBytes;  // 4 at 128 x 256 and 256 x 128, 6 at 128 x 128, 8 at 128 x 64
   static_assert(kRingBytes % kStageBytes == 0, "whole stages fill the ring");
   // Epilogue staging, per consumer: up to two 64 x 64 boxes of a 64 x kBN wgmma tile at a time (a
   // 64 x 128 half at BN = 256, the whole tile at BN = 128 and 64).
@@ -126,6 +134,7 @@ struct TileConfig {
 using Wide = TileConfig<128, 256>;
 using Narrow = TileConfig<128, 64>;
 using Tall = TileConfig<256, 128>;
+using Square = TileConfig<128, 128>;
 
 // A consumer's accumulators of wgmma tile `sub` (rows 64 * sub of its kRowsPerConsumer).
 template <class Cfg>
@@ -617,9 +626,10 @@ CUtensorMap make_tensor_map(CUtensorMapDataType type, const void* data, std::int
 bool a_is_mn_major(const ConstMatrixView& a) { return !(a.col_stride == 1 && (a.row_stride != 1 || a.cols > 1)); }
 bool b_is_mn_major(const ConstMatrixView& b) { return !(b.row_stride == 1 && (b.col_stride != 1 || b.rows > 1)); }
 
-// K split of the 128 x 256 configuration: few output tiles and long K spread K over the blocks.
+// K split of a tile configuration: few output tiles and long K spread K over the blocks.
+template <class Cfg>
 int split_count(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
-  const std::int64_t tiles = ((m + Wide::kBM - 1) / Wide::kBM) * ((n + Wide::kBN - 1) / Wide::kBN);
+  const std::int64_t tiles = ((m + Cfg::kBM - 1) / Cfg::kBM) * ((n + Cfg::kBN - 1) / Cfg::kBN);
   const std::int64_t k_blocks = (k + kBK - 1) / kBK;
   if (tiles * 2 > sm_count) return 1;
   return static_cast<int>(std::max<std::int64_t>(1, std::min({sm_count / tiles, k_blocks / kMinKBlocksPerSplit,
@@ -646,7 +656,11 @@ bool lines_on_sectors(const ConstMatrixView& x) {
 //   (ncu at 4096x3000x2048: 63% more L2 reads than at N = 3072, tensor pipes 58% busy against
 //   81%). The tall tile halves B's share of the loads (1/3 instead of 2/3) at the same bytes per
 //   FLOP (docs/perf-log.md).
-// Everything else keeps 128 x 256 tiles and split_count.
+// - Few output tiles and long K, where 128 x 256 tiles would split K: 128 x 128 tiles and their own
+//   split (1024x1024x16384: split 2 over 64 tiles; 128 x 256 needed 4 over 32). Under ncu (bf16, 8
+//   launches back to back) 128 x 256 split 4 ran 56 us against cuBLAS's 128 x 128 split 2 + reduce,
+//   51 us.
+// Everything else keeps 128 x 256 tiles, unsplit.
 struct TilePlan {
   int bm, bn, stages, splits;
 };
@@ -654,9 +668,10 @@ TilePlan tile_plan(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count,
   const std::int64_t narrow_tiles = (n + Narrow::kBN - 1) / Narrow::kBN;
   if (m <= Narrow::kBM && narrow_tiles * 10 >= std::int64_t{9} * sm_count)
     return {Narrow::kBM, Narrow::kBN, Narrow::kStages, 1};
-  const int splits = split_count(m, n, k, sm_count);
-  if (splits == 1 && b_off_sectors_a_on) return {Tall::kBM, Tall::kBN, Tall::kStages, 1};
-  return {Wide::kBM, Wide::kBN, Wide::kStages, splits};
+  if (split_count<Wide>(m, n, k, sm_count) > 1)
+    return {Square::kBM, Square::kBN, Square::kStages, split_count<Square>(m, n, k, sm_count)};
+  if (b_off_sectors_a_on) return {Tall::kBM, Tall::kBN, Tall::kStages, 1};
+  return {Wide::kBM, Wide::kBN, Wide::kStages, 1};
 }
 TilePlan tile_plan(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
   return tile_plan(a.rows, b.cols, a.cols, sm_count, !lines_on_sectors(b) && lines_on_sectors(a));
@@ -696,6 +711,7 @@ void dispatch_tile(const TilePlan& plan, const ConstMatrixView& a, const ConstMa
                    float* partials, unsigned* counters, const Problem& p, int grid, cudaStream_t stream) {
   if (plan.bn == Narrow::kBN) dispatch_layouts<T, Narrow>(a, b, c, partials, counters, p, grid, stream);
   else if (plan.bm == Tall::kBM) dispatch_layouts<T, Tall>(a, b, c, partials, counters, p, grid, stream);
+  else if (plan.bn == Square::kBN) dispatch_layouts<T, Square>(a, b, c, partials, counters, p, grid, stream);
   else dispatch_layouts<T, Wide>(a, b, c, partials, counters, p, grid, stream);
 }
 
@@ -707,7 +723,7 @@ std::size_t counter_bytes(std::int64_t tiles) {
 
 }  // namespace
 
-// Only 128 x 256 tiles split K, and the operands' alignment only picks the tile when K is not
+// Only 128 x 128 tiles split K, and the operands' alignment only picks the tile when K is not
 // split, so the workspace follows from the shape alone.
 std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
   const TilePlan plan = tile_plan(m, n, k, sm_count, false);
