@@ -136,7 +136,7 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, ONE_EXP: tl.const
     the old sum's rescale factor when x > m (the element then adds exp(0) = 1). Otherwise two: the old
     sum rescaled by exp(m - m_new) plus exp(x - m_new). Measured on the H200 (session 12, forward, x copy):
     in split_row's kernel 1 two exponentials run 0.03-0.06 faster at every long shape; in block_online one
-    runs 0.01-0.03 faster at 131072 and 262144 columns and 0.02-0.03 slower at 2048x50257. Neither is
+    runs 0-0.02 faster at 131072 and 262144 columns and 0.02-0.03 slower at 2048x50257. Neither is
     explained yet (docs/perf-log.md, "Session 12"); each plan takes the form that won most.
     The running max starts at -FLT_MAX, not -inf, so no x - m is -inf - -inf (NaN): -inf elements add
     exp(-inf) = 0, and a lane or span of only -inf returns (-FLT_MAX, 0), whose 1/0 makes an all -inf row
