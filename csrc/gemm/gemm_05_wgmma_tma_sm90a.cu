@@ -2,9 +2,10 @@
 // warp-specialised and persistent. fp16/bf16 in, fp32 accumulate. One kernel, four tiles
 // (template parameters kBM x kBN, chosen per call by tile_plan()):
 //  - 128 x 256 tiles, 4 stages of 48 KiB, wgmma.m64n256k16: every shape but the next three.
-//  - 128 x 128 tiles, 6 stages of 32 KiB, wgmma.m64n128k16, split K: few output tiles and long K
-//    (e.g. 1024x1024x16384: 64 tiles x split 2, cuBLAS's shape of the work there), where 128 x 256
-//    tiles needed split 4 and a fold of 3 partials per tile.
+//  - 128 x 128 tiles, 6 stages of 32 KiB, wgmma.m64n128k16: few output tiles and long K, where
+//    128 x 256 tiles would split K. They split K themselves while their own tiles are few:
+//    1024x1024x16384 runs 64 tiles x split 2, cuBLAS's shape of the work there (128 x 256 tiles
+//    needed split 4 and a fold of 3 partials per tile); 1024x2048x16384 runs 128 tiles, unsplit.
 //  - 128 x 64 tiles, 8 stages of 24 KiB, wgmma.m64n64k16, no split K: M <= 128 with at least
 //    ~0.9 x #SMs 64-wide tiles (e.g. 128x8192x8192), where 128 x 256 tiles needed split K.
 //  - 256 x 128 tiles, 4 stages of 48 KiB, two wgmma.m64n128k16 per consumer, no split K: B's
