@@ -238,6 +238,37 @@ class RunnerLogicTest(unittest.TestCase):
         doc["records"] = list(records.values())
         self.assertEqual(validate_results(doc), [])
 
+    def test_round_medians_recorded_and_a_provider_with_two_speeds_noted(self):
+        """Each record keeps every round's median; the table names a provider whose rounds differ by
+        more than 5% (its overall median stands for neither speed) and stays quiet about steady ones."""
+        class RoundTimer(FakeTimer):
+            calls = {}
+
+            def sample(self, count):
+                name = self.launches[0].provider_name
+                k = RoundTimer.calls[name] = RoundTimer.calls.get(name, -1) + 1
+                return [FakeTimer.times[name][k]] * (count - 1) + [FakeTimer.times[name][k] * 9]  # one outlier
+
+        FakeTimer.log, FakeTimer.times = [], {"mine": [0.5, 0.6, 0.5], "torch": [1.0, 1.01, 1.0]}
+        settings = TimingSettings(rounds=3, samples_per_round=4, l2_bytes=1 << 20)
+        providers = [provider("mine", OURS, lambda x: torch.softmax(x, -1), plan="auto"),
+                     provider("torch", PEER, lambda x: torch.softmax(x, -1))]
+        records = run_case(fake_case(providers), settings, {"device_copy": {"tb_per_s": 2.0}}, timer_factory=RoundTimer)
+        by_name = {r["provider"]: r for r in records}
+        self.assertEqual(by_name["mine"]["time_ms"]["round_medians"], [0.5, 0.6, 0.5])
+        self.assertEqual(by_name["torch"]["time_ms"]["round_medians"], [1.0, 1.01, 1.0])
+        doc = load_fixture()
+        doc["records"] = records
+        self.assertEqual(validate_results(doc), [])
+        table = render_table(doc).splitlines()
+        noted = [i for i, line in enumerate(table) if "rounds:" in line]
+        self.assertEqual(len(noted), 1, table)
+        self.assertIn("mine", table[noted[0] - 1])
+        self.assertIn("+20%", table[noted[0]])
+        bad = copy.deepcopy(doc)
+        bad["records"][0]["time_ms"]["round_medians"] = [0.5, -1.0]
+        self.assertIn("round_medians must be", "\n".join(validate_results(bad)))
+
     def test_our_kernel_failing_in_warm_up_is_an_error_not_a_refusal(self):
         def crash(x):
             raise RuntimeError("illegal memory access")

@@ -11,6 +11,21 @@ def _time(ms: float) -> str:
     return f"{ms * 1e3:8.1f} us" if ms < 1.0 else f"{ms:8.3f} ms"
 
 
+# Round medians further apart than this (slowest / fastest) get a line under the record: a provider that
+# switches between speeds from round to round, whose median then stands for neither.
+ROUND_SPREAD_NOTED = 1.05
+
+
+def round_spread_line(t: dict) -> str | None:
+    """'rounds: a .. b (+x%)' when the record's round medians differ by more than ROUND_SPREAD_NOTED."""
+    rounds = t.get("round_medians") or []
+    if len(rounds) < 2 or max(rounds) <= ROUND_SPREAD_NOTED * min(rounds):
+        return None
+    return (f"rounds: {_time(min(rounds)).strip()} .. {_time(max(rounds)).strip()} "
+            f"(+{100 * (max(rounds) / min(rounds) - 1):.0f}%; round medians in order: "
+            f"{', '.join(_time(v).strip() for v in rounds)})")
+
+
 def provider_label(r: dict) -> str:
     if r["plan"] is None:
         return r["provider"]
@@ -58,6 +73,9 @@ def render_table(doc: dict) -> str:
                          f"{rate:8.2f} {ceiling}  {peers}")
             if r.get("config"):
                 lines.append(f"  {'':<{label_width}} config: {r['config']}")
+            spread = round_spread_line(t)
+            if spread:
+                lines.append(f"  {'':<{label_width}} {spread}")
     lines.append("")
     lines += summary_lines(doc["records"])
     return "\n".join(lines)

@@ -2,11 +2,15 @@
 
 Per case: every provider is warmed up and prepared (graph captured) first; then each round times
 every provider in turn, starting one later each round (ABC, BCA, CAB, ...), so drift in clocks or
-temperature spreads over all providers instead of landing on whichever ran last. After timing, the
+temperature spreads over all providers instead of landing on whichever ran last. Each record keeps
+the median of every round besides the summary of all samples, so a provider whose speed changes
+between rounds (two modes, not one spread) shows it. After timing, the
 output of the last timed launch is compared with the float64 reference: a provider that computed
 the wrong thing is recorded WRONG, with no throughput and no ratios.
 """
 from __future__ import annotations
+
+import statistics
 
 import torch
 
@@ -46,20 +50,22 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
             record["status"] = "error" if provider.kind == OURS else "refused"
             record["reason"] = first_line(exc)
             continue
-        active.append((record, timer, [], provider))
+        active.append((record, timer, [], [], provider))
 
     for round_index in range(settings.rounds):
         shift = round_index % max(1, len(active))
-        for record, timer, samples, _ in active[shift:] + active[:shift]:
+        for record, timer, samples, round_medians, _ in active[shift:] + active[:shift]:
             if record["status"] != "ok":
                 continue
             try:
-                samples += timer.sample(timer.samples_this_round())
+                this_round = timer.sample(timer.samples_this_round())
+                samples += this_round
+                round_medians.append(statistics.median(this_round))
             except Exception as exc:
                 record["status"], record["reason"] = "error", first_line(exc)
 
     references = {}
-    for record, timer, samples, provider in active:
+    for record, timer, samples, round_medians, provider in active:
         if record["status"] == "ok":
             output, copy_index = timer.last_output()
             if provider.describe is not None:
@@ -74,7 +80,7 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
         record.update(method=timer.method, method_reason=timer.method_reason,
                       launches_per_sample=timer.launches_per_sample)
         if samples:
-            record["time_ms"] = summarize(samples)
+            record["time_ms"] = summarize(samples) | {"round_medians": round_medians}
         timer.close()
     add_throughput_and_ratios(case, records, ceilings)
     return records

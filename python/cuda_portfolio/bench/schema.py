@@ -40,6 +40,9 @@ def _check_time(t, where: str) -> list[str]:
         problems.append(f"{where}: time_ms must satisfy min <= q1 <= median <= q3 <= max")
     if not isinstance(t["samples"], int) or t["samples"] < 1:
         problems.append(f"{where}: time_ms.samples must be a positive integer")
+    rounds = t.get("round_medians")  # absent in files written before it was recorded
+    if rounds is not None and not (isinstance(rounds, list) and rounds and all(_positive(v) for v in rounds)):
+        problems.append(f"{where}: time_ms.round_medians must be a non-empty list of positive numbers")
     return problems
 
 
