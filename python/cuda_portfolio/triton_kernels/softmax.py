@@ -33,11 +33,11 @@ operand and is not pipelined. The backward's persistent grid counts one streamin
 (STREAM_PROGRAMS_PER_SM), the unpipelined ones (forward, unaligned backward) as many as their registers
 allow (PLAIN_STREAM_REGISTERS), and block_online tells ptxas so (maxnreg). Measured at e7fb008 (this scheme in
 both directions, with a one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x,
-so the forward keeps plain loads and several programs per SM (launch_config). The one-exponential update
-(_online_max_sum) came back alone later, since the forward's loss was put down to the pipeline's one program
-per SM. So do backward rows outside
+so the forward keeps plain loads and several programs per SM (launch_config). So do backward rows outside
 Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
 slower (fb4210d), and 16-bit ones cannot use async copies at all; their stores, scalar, are not .cs either.
+(The forward's loss was put down to the pipeline's one program per SM, not to the one-exponential update,
+which came back later on its own: see below.)
 
 Exponentials are one MUFU.EX2 each (_exp, FAST_EXP2). block_online's online update takes one per element,
 split_row's kernel 1 two (_online_max_sum, ONE_EXP): each form measured the faster in its plan (docs/perf-log.md).
