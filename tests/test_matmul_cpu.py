@@ -105,32 +105,38 @@ class TritonMatmulKernelTest(unittest.TestCase):
 
     def test_tile_pickers_skip_configs_that_do_not_fit(self):
         """Autotuning and its untimed form (CUDA_PORTFOLIO_NO_TUNING=1) both pass over a tile that
-        raises OutOfResources; the untimed one takes the first that fits, the timed one the fastest."""
+        raises OutOfResources; the untimed one takes the first that fits, the timed one the lowest
+        median over interleaved rounds (a clock drifting during tuning moves every candidate alike,
+        and one slow launch does not flip the pick)."""
         import triton
 
         tm = self.tm
         configs = tm.TILED_CONFIGS[:3]
         too_big = triton.runtime.errors.OutOfResources(300000, 232448, "shared memory")
-        launched = []
+        launched, runs = [], {}
 
         def launcher(config):
             def run():
                 launched.append(config)
                 if config is configs[0]:
                     raise too_big
+            runs[run] = config
             return run
 
         self.assertIs(tm._first_that_fits(configs, launcher), configs[1])
         self.assertEqual(launched, [configs[0], configs[1]])
-        times = {configs[1]: 2.0, configs[2]: 1.0}
+        # Per round: configs[1] is faster in one round only, configs[2] has one slow launch.
+        rounds = {configs[1]: [[2.0, 2.0], [2.0, 2.0], [0.5, 0.5]], configs[2]: [[1.0, 1.0], [1.0, 9.0], [1.0, 1.0]]}
+        timed = []
 
-        def bench(fn, warmup, rep, return_mode):
-            self.assertEqual(return_mode, "median")  # one slow launch must not flip the pick
-            fn()
-            return times[launched[-1]]
+        def cold_launch_ms(launch, device):
+            config = runs[launch]
+            timed.append(config)
+            return rounds[config][sum(c is config for c in timed) - 1]
 
-        with unittest.mock.patch.object(triton.testing, "do_bench", bench):
-            self.assertIs(tm._fastest(configs, launcher), configs[2])
+        with unittest.mock.patch.object(tm, "_cold_launch_ms", cold_launch_ms):
+            self.assertIs(tm._fastest(configs, launcher, "cuda:0"), configs[2])
+        self.assertEqual(timed, [configs[1], configs[2]] * tm.TUNE_ROUNDS)
 
     def test_kernel_config_names_the_pick_of_the_problem_class(self):
         """What the benchmark records: None until the class is tuned (and under the interpreter,

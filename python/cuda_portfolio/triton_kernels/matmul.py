@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import os
+import statistics
 from typing import NamedTuple
 
 import torch
@@ -285,7 +286,7 @@ def choose_kernel(a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> str:
     key = _problem_class("auto", a, b, allow_tf32)
     if key not in _CHOSEN:
         out = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
-        _CHOSEN[key] = _fastest(KERNELS, lambda kernel: _tuned_launch(kernel, a, b, out, allow_tf32))
+        _CHOSEN[key] = _fastest(KERNELS, lambda kernel: _tuned_launch(kernel, a, b, out, allow_tf32), a.device)
     return _CHOSEN[key]
 
 
@@ -370,10 +371,10 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     """A zero-argument launch of `kernel` at the best config for this problem class.
 
     The class is (kernel, device, dtype, layouts, alignment, tf32, power-of-two buckets of M, N, K);
-    its first call times every config once (triton.testing.do_bench, so it synchronizes) and caches
-    the winner. Under the interpreter timing means nothing: the first config that fits is used; the
+    its first call times every config (_fastest: interleaved rounds of cold-L2 launches; it synchronizes)
+    and caches the winner. Under the interpreter timing means nothing: the first config that fits is used; the
     same with CUDA_PORTFOLIO_NO_TUNING=1, for runs whose timing means nothing either (under
-    compute-sanitizer, where do_bench's repeated launches and cache flushes would dominate).
+    compute-sanitizer, where the timing's repeated launches and cache flushes would dominate).
     """
     m, k = a.shape
     n = b.shape[1]
@@ -390,8 +391,10 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
         return launcher(configs[0])
     key = _problem_class(kernel, a, b, allow_tf32)
     if key not in _TUNED:
-        pick = _first_that_fits if os.environ.get("CUDA_PORTFOLIO_NO_TUNING") == "1" else _fastest
-        _TUNED[key] = pick(configs, launcher)
+        if os.environ.get("CUDA_PORTFOLIO_NO_TUNING") == "1":
+            _TUNED[key] = _first_that_fits(configs, launcher)
+        else:
+            _TUNED[key] = _fastest(configs, launcher, a.device)
     return launcher(_TUNED[key])
 
 
@@ -427,21 +430,52 @@ def _with_unit_stride(t: torch.Tensor) -> torch.Tensor:
     return t if operand_layout(t) is not None else t.contiguous()
 
 
-def _time_ms(launch) -> float:
-    """Median milliseconds of launch() (do_bench flushes L2 between launches). The median, not
-    do_bench's default mean: one slow launch must not flip a pick between runs."""
-    return triton.testing.do_bench(launch, warmup=5, rep=20, return_mode="median")
+# Tuning timing. Candidates are timed in interleaved rounds, so a clock that drifts during tuning (the
+# benchmark's per-round medians show the H200 shifting ~10% between rounds, cuBLAS included) moves every
+# candidate alike instead of favouring the ones timed first; each launch starts with a cold L2, as the
+# benchmark's rotated inputs do. The L2 is emptied by *reading* a buffer twice its size: triton's do_bench
+# zeroes one, which leaves the L2 full of dirty lines that the timed kernel then pays to write back.
+TUNE_ROUNDS = 3
+TUNE_LAUNCHES_PER_ROUND = 7
 
 
-def _fastest(configs, launcher):
-    """The config (or kernel) whose launcher(config)() runs fastest, skipping those that do not fit."""
-    timings = {}
+@functools.lru_cache(maxsize=None)
+def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
+    l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
+    return torch.ones(max(2 * l2_bytes, 1 << 20) // 4, dtype=torch.int32, device=device)
+
+
+def _cold_launch_ms(launch, device: torch.device) -> list[float]:
+    """Milliseconds of TUNE_LAUNCHES_PER_ROUND launches of launch(), each after an L2-clearing read."""
+    flush = _l2_flush_buffer(device)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(TUNE_LAUNCHES_PER_ROUND)]
+    for start, end in events:
+        flush.sum()
+        start.record()
+        launch()
+        end.record()
+    torch.cuda.synchronize(device)
+    return [start.elapsed_time(end) for start, end in events]
+
+
+def _fastest(configs, launcher, device: torch.device):
+    """The config (or kernel) whose launcher(config)() has the lowest median time, skipping those that do not fit."""
+    launches = {}
     for config in configs:
         try:
-            timings[config] = _time_ms(launcher(config))
+            launch = launcher(config)
+            launch()  # compiles it (raises if the tile does not fit) and warms the clocks
+            launches[config] = launch
         except triton.runtime.errors.OutOfResources:
             continue  # this tile does not fit the GPU's shared memory or registers
-    return min(timings, key=timings.get)
+    if not launches:
+        raise RuntimeError("no matmul tile config fits this GPU's shared memory or registers")
+    samples = {config: [] for config in launches}
+    for _ in range(TUNE_ROUNDS):
+        for config, launch in launches.items():
+            samples[config] += _cold_launch_ms(launch, device)
+    return min(samples, key=lambda config: statistics.median(samples[config]))
 
 
 def _first_that_fits(configs, launcher) -> TileConfig:
