@@ -7,9 +7,12 @@ Four plans (the CUDA backend has the same names; "cluster_split_row" needs distr
 memory, which Triton cannot express):
   warp_per_row   cols <= 1024: a program owns a [ROWS, BLOCK_N] tile (several whole rows) in
                  registers; one read + one write. Bound: bytes.
-  block_per_row  cols <= 32768: a persistent program walks rows; each row is held whole in
-                 registers (BLOCK_N = next_pow2(cols) spread over up to 32 warps); one read + one
-                 write. Bound: bytes.
+  block_per_row  cols <= 32768: one program per row, held whole in registers (BLOCK_N =
+                 next_pow2(cols) spread over up to 32 warps); one read + one write. Bound: bytes.
+                 Not persistent: the hardware starts a row's program wherever one finishes, so the
+                 grid never depends on how many programs ptxas's register count lets an SM hold (a
+                 persistent grid sized at 64 warps per SM ran its last quarter to half as a second
+                 wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4).
   block_online   any cols, many rows: a persistent program walks rows; pass 1 keeps per-lane
                  running (max, sum) vectors over BLOCK_N-column tiles (online softmax, one read),
                  pass 2 walks the tiles backwards (the newest are still in L2) to normalize and
@@ -227,25 +230,25 @@ def softmax_bwd_warp_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 # ----------------------------------------------------------------------------- block_per_row
 
 @triton.jit
-def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr):
+def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
     col = tl.arange(0, BLOCK_N)
     mask = col < cols
-    for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
-        x = tl.load(x_ptr + row * x_row_stride + col, mask=mask, other=float("-inf"),
-                    eviction_policy="evict_first").to(tl.float32)
-        tl.store(y_ptr + row * y_row_stride + col, _softmax_tile(x).to(y_ptr.dtype.element_ty), mask=mask)
+    x = tl.load(x_ptr + row * x_row_stride + col, mask=mask, other=float("-inf"),
+                eviction_policy="evict_first").to(tl.float32)
+    tl.store(y_ptr + row * y_row_stride + col, _softmax_tile(x).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_stride, dy_row_stride, dx_row_stride,
+def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, dy_row_stride, dx_row_stride,
                                      BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
     col = tl.arange(0, BLOCK_N)
     mask = col < cols
-    for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
-        y = tl.load(y_ptr + row * y_row_stride + col, mask=mask, other=0.0, eviction_policy="evict_first")
-        dy = tl.load(dy_ptr + row * dy_row_stride + col, mask=mask, other=0.0, eviction_policy="evict_first")
-        dx = _softmax_grad_tile(y.to(tl.float32), dy.to(tl.float32))
-        tl.store(dx_ptr + row * dx_row_stride + col, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    y = tl.load(y_ptr + row * y_row_stride + col, mask=mask, other=0.0, eviction_policy="evict_first")
+    dy = tl.load(dy_ptr + row * dy_row_stride + col, mask=mask, other=0.0, eviction_policy="evict_first")
+    dx = _softmax_grad_tile(y.to(tl.float32), dy.to(tl.float32))
+    tl.store(dx_ptr + row * dx_row_stride + col, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 # ----------------------------------------------------------------------------- block_online
@@ -370,8 +373,7 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         rows = max(1, min(128, 4096 // cols_p2))
         return LaunchConfig(cols_p2, 4 if rows * cols_p2 <= 2048 else 8, rows)
     if plan == "block_per_row":
-        num_warps = min(32, max(4, cols_p2 // 512))
-        return LaunchConfig(cols_p2, num_warps, 1, per_sm=max(1, 64 // num_warps))
+        return LaunchConfig(cols_p2, min(32, max(4, cols_p2 // 512)), 1)
     # block_online and split_row stream tiles; 16-bit inputs take twice the columns per tile.
     block_n = min(cols_p2, 8192 if dtype.itemsize == 2 else 4096)
     num_warps = max(4, min(16, block_n // 512))
@@ -465,8 +467,7 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
             x2d, y2d, rows, cols, x_stride, y_stride, ROWS=config.rows, BLOCK_N=config.block_n,
             num_warps=config.num_warps)
     elif plan == "block_per_row":
-        grid = (_persistent_programs(rows, config, x2d.device, 0),)
-        softmax_fwd_block_per_row_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
+        softmax_fwd_block_per_row_kernel[(rows,)](x2d, y2d, cols, x_stride, y_stride, BLOCK_N=config.block_n,
                                                num_warps=config.num_warps)
     elif plan == "block_online":
         grid = (_persistent_programs(rows, config, x2d.device, cols * x2d.element_size()),)
@@ -504,8 +505,7 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
             y2d, dy2d, dx2d, rows, cols, *strides, ROWS=config.rows, BLOCK_N=config.block_n,
             num_warps=config.num_warps)
     elif plan == "block_per_row":
-        grid = (_persistent_programs(rows, config, y2d.device, 0),)
-        softmax_bwd_block_per_row_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
+        softmax_bwd_block_per_row_kernel[(rows,)](y2d, dy2d, dx2d, cols, *strides, BLOCK_N=config.block_n,
                                                num_warps=config.num_warps)
     elif plan == "block_online":
         grid = (_persistent_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
@@ -545,14 +545,20 @@ def aot_specs(dtype: torch.dtype):
     split = launch_config("split_row", dtype, 1 << 20)
     split_bwd = launch_config("split_row", dtype, 1 << 20, "bwd")
     chunk_args = {"chunks": "i64", "chunk_cols": "i64"}
+
+    def without_rows(signature):  # block_per_row: one program per row, the grid is the row count
+        return {k: v for k, v in signature.items() if k != "rows"}
+
     specs = []
     for name, fn, sig, consts, config in (
         ("softmax_fwd_warp_per_row_kernel", softmax_fwd_warp_per_row_kernel, fwd,
          {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp),
         ("softmax_bwd_warp_per_row_kernel", softmax_bwd_warp_per_row_kernel, bwd,
          {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp),
-        ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd, {"BLOCK_N": block.block_n}, block),
-        ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, bwd, {"BLOCK_N": block.block_n}, block),
+        ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, without_rows(fwd),
+         {"BLOCK_N": block.block_n}, block),
+        ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, without_rows(bwd),
+         {"BLOCK_N": block.block_n}, block),
         ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
          {"BLOCK_N": stream.block_n}, stream),
         ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd,
