@@ -20,7 +20,7 @@ from cuda_portfolio.bench import cli, env, shapes
 from cuda_portfolio.bench import compare
 from cuda_portfolio.bench.case import CONTROL, OURS, PEER, Case, Provider, relative_error
 from cuda_portfolio.bench.report import render_table
-from cuda_portfolio.bench.runner import run_case
+from cuda_portfolio.bench.runner import run_case, time_ratio
 from cuda_portfolio.bench.schema import validate_results
 from cuda_portfolio.bench.timing import TimingSettings, input_copies_for, summarize
 
@@ -268,6 +268,29 @@ class RunnerLogicTest(unittest.TestCase):
         bad = copy.deepcopy(doc)
         bad["records"][0]["time_ms"]["round_medians"] = [0.5, -1.0]
         self.assertIn("round_medians must be", "\n".join(validate_results(bad)))
+
+    def test_ratios_pair_rounds_so_a_speed_change_shared_by_every_provider_cancels(self):
+        """The GPU slows down between rounds 1 and 2 for everyone (timed in rotated order, the step lands
+        in different rounds' medians): both run at the same speed in every state, so the paired ratio is
+        1.0 where the ratio of overall medians (1.0 against 2.0) would say 2x."""
+        class StepTimer(FakeTimer):
+            calls = {}
+
+            def sample(self, count):
+                name = self.launches[0].provider_name
+                k = StepTimer.calls[name] = StepTimer.calls.get(name, -1) + 1
+                return [FakeTimer.times[name][k]] * count
+
+        FakeTimer.log, FakeTimer.times = [], {"mine": [1.0, 1.0, 1.0, 2.0, 2.0], "torch": [1.0, 2.0, 2.0, 2.0, 2.0]}
+        settings = TimingSettings(rounds=5, samples_per_round=3, l2_bytes=1 << 20)
+        providers = [provider("mine", OURS, lambda x: torch.softmax(x, -1), plan="auto"),
+                     provider("torch", PEER, lambda x: torch.softmax(x, -1))]
+        records = run_case(fake_case(providers), settings, {"device_copy": {"tb_per_s": 2.0}}, timer_factory=StepTimer)
+        mine = next(r for r in records if r["provider"] == "mine")
+        self.assertEqual((mine["time_ms"]["median"], records[1]["time_ms"]["median"]), (1.0, 2.0))
+        self.assertAlmostEqual(mine["ratio_to_peers"]["torch"], 1.0)
+        uneven = {"time_ms": {"median": 2.0, "round_medians": [2.0, 2.0]}}
+        self.assertAlmostEqual(time_ratio(uneven, mine), 2.0)  # rounds do not pair: ratio of the medians
 
     def test_our_kernel_failing_in_warm_up_is_an_error_not_a_refusal(self):
         def crash(x):
