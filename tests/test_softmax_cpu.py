@@ -86,6 +86,14 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                 with self.subTest(dtype=dtype):
                     self.check_plan("split_row", 4, 9000, dtype)
 
+    def test_block_per_row_prefetching_persistent_form(self):
+        # 16-bit rows of 17000 columns take the prefetching form (next_pow2 = 32768); 7 rows over the
+        # interpreter's 3 programs: each program walks 2-3 rows and its last prefetch is masked off.
+        self.assertTrue(triton_softmax.launch_config("block_per_row", torch.bfloat16, 32768).prefetch)
+        self.assertFalse(triton_softmax.launch_config("block_per_row", torch.float32, 32768).prefetch)
+        self.assertFalse(triton_softmax.launch_config("block_per_row", torch.bfloat16, 32768, "bwd").prefetch)
+        self.check_plan("block_per_row", 7, 17000, torch.bfloat16)
+
     def test_every_plan_runs_some_shape(self):
         covered = {plan for rows, cols in self.SHAPES for plan in runnable_plans(rows, cols)}
         self.assertEqual(covered, set(triton_softmax.plans()))

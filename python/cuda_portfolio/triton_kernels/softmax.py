@@ -12,7 +12,9 @@ memory, which Triton cannot express):
                  Not persistent: the hardware starts a row's program wherever one finishes, so the
                  grid never depends on how many programs ptxas's register count lets an SM hold (a
                  persistent grid sized at 64 warps per SM ran its last quarter to half as a second
-                 wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4).
+                 wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4). The
+                 exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
+                 persistent program per SM loads its next row while it reduces and writes this one.
   block_online   any cols, many rows: a persistent program walks rows; pass 1 keeps per-lane
                  running (max, sum) vectors over BLOCK_N-column tiles (online softmax, one read),
                  pass 2 walks the tiles backwards (the newest are still in L2) to normalize and
@@ -230,13 +232,23 @@ def softmax_bwd_warp_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 # ----------------------------------------------------------------------------- block_per_row
 
 @triton.jit
-def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
+def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
+                                     PREFETCH: tl.constexpr):
     col = tl.arange(0, BLOCK_N)
     mask = col < cols
-    x = tl.load(x_ptr + row * x_row_stride + col, mask=mask, other=float("-inf"),
-                eviction_policy="evict_first").to(tl.float32)
-    tl.store(y_ptr + row * y_row_stride + col, _softmax_tile(x).to(y_ptr.dtype.element_ty), mask=mask)
+    first = tl.program_id(0).to(tl.int64)
+    x = tl.load(x_ptr + first * x_row_stride + col, mask=mask, other=float("-inf"), eviction_policy="evict_first")
+    if PREFETCH:  # persistent grid: the next row's loads are in flight while this row is reduced and written
+        for row in range(first, rows, tl.num_programs(0)):
+            next_row = row + tl.num_programs(0)
+            x_next = tl.load(x_ptr + next_row * x_row_stride + col, mask=mask & (next_row < rows),
+                             other=float("-inf"), eviction_policy="evict_first")
+            tl.store(y_ptr + row * y_row_stride + col, _softmax_tile(x.to(tl.float32)).to(y_ptr.dtype.element_ty),
+                     mask=mask)
+            x = x_next
+    else:
+        tl.store(y_ptr + first * y_row_stride + col, _softmax_tile(x.to(tl.float32)).to(y_ptr.dtype.element_ty),
+                 mask=mask)
 
 
 @triton.jit
@@ -338,6 +350,7 @@ class LaunchConfig(NamedTuple):
     per_sm: int = 1  # programs of the persistent grids one SM holds at once (registers, shared memory, warps)
     maxnreg: int | None = None  # ptxas register cap per thread (Triton's maxnreg launch option); None: ptxas picks
     stream_stores: bool = False  # backward: evict-first (.cs) output stores (_grad_span_reversed)
+    prefetch: bool = False  # block_per_row forward: persistent, one program per SM, next row loaded ahead
 
 
 def _register_share(num_warps: int, per_sm: int) -> int | None:
@@ -373,7 +386,11 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         rows = max(1, min(128, 4096 // cols_p2))
         return LaunchConfig(cols_p2, 4 if rows * cols_p2 <= 2048 else 8, rows)
     if plan == "block_per_row":
-        return LaunchConfig(cols_p2, min(32, max(4, cols_p2 // 512)), 1)
+        # 16-bit forward rows of 32768: one 32-warp program per SM holds the row (63 registers), so
+        # nothing overlaps its reductions and stores; a second row in flight fits in 64 registers
+        # without spilling (ptxas, sm_90a; fp32 spills 104 bytes), hence the prefetching persistent form.
+        prefetch = direction == "fwd" and dtype.itemsize == 2 and cols_p2 == BLOCK_PER_ROW_MAX_COLS
+        return LaunchConfig(cols_p2, min(32, max(4, cols_p2 // 512)), 1, prefetch=prefetch)
     # block_online and split_row stream tiles; 16-bit inputs take twice the columns per tile.
     block_n = min(cols_p2, 8192 if dtype.itemsize == 2 else 4096)
     num_warps = max(4, min(16, block_n // 512))
@@ -467,8 +484,9 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
             x2d, y2d, rows, cols, x_stride, y_stride, ROWS=config.rows, BLOCK_N=config.block_n,
             num_warps=config.num_warps)
     elif plan == "block_per_row":
-        softmax_fwd_block_per_row_kernel[(rows,)](x2d, y2d, cols, x_stride, y_stride, BLOCK_N=config.block_n,
-                                               num_warps=config.num_warps)
+        grid = (_persistent_programs(rows, config, x2d.device, 0) if config.prefetch else rows,)
+        softmax_fwd_block_per_row_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
+                                               PREFETCH=config.prefetch, num_warps=config.num_warps)
     elif plan == "block_online":
         grid = (_persistent_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
@@ -546,7 +564,7 @@ def aot_specs(dtype: torch.dtype):
     split_bwd = launch_config("split_row", dtype, 1 << 20, "bwd")
     chunk_args = {"chunks": "i64", "chunk_cols": "i64"}
 
-    def without_rows(signature):  # block_per_row: one program per row, the grid is the row count
+    def without_rows(signature):  # block_per_row backward: one program per row, the grid is the row count
         return {k: v for k, v in signature.items() if k != "rows"}
 
     specs = []
@@ -555,8 +573,8 @@ def aot_specs(dtype: torch.dtype):
          {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp),
         ("softmax_bwd_warp_per_row_kernel", softmax_bwd_warp_per_row_kernel, bwd,
          {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp),
-        ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, without_rows(fwd),
-         {"BLOCK_N": block.block_n}, block),
+        ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
+         {"BLOCK_N": block.block_n, "PREFETCH": block.prefetch}, block),
         ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, without_rows(bwd),
          {"BLOCK_N": block.block_n}, block),
         ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
