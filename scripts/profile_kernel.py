@@ -9,6 +9,9 @@
 Correctness first: every variant is validated against float64 PyTorch, then launched twice more so
 that Triton compiles and autotunes, all before torch.cuda.profiler.start(); only the launches under
 test are inside the capture range (cudaProfilerStart/Stop). These runs are for looking, not timing.
+Under ncu, name the kernel (--plan persistent_tma, not auto) for Triton matmul: its tuner times the
+candidates with CUDA events inside the profiled process and can pick another kernel than a benchmark
+run does (at 128x8192x8192 it picked tiled, 47 us, over persistent_tma, 37 us; docs/perf-log.md).
 """
 from __future__ import annotations
 
