@@ -52,6 +52,8 @@ def render_table(doc: dict) -> str:
     if copy:
         lines.append(f"ceiling: device copy {copy['tb_per_s']:.2f} TB/s (bytes read + written); "
                      "GEMM ceiling: cuBLAS on the same shape")
+    lines.append("ratios between providers (xcuBLAS, vs peers) as the run stored them: runs from commit 45537f2 on "
+                 "store the median of per-round time ratios, which can differ from the ratio of the medians")
     label_width = max([len(provider_label(r)) for r in doc["records"]] +
                       [len(case_title(r)) - 2 for r in doc["records"]] + [20])
     for key, group in itertools.groupby(doc["records"], key=case_key):
