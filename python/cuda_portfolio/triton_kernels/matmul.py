@@ -33,6 +33,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .._backends import triton_interpreting
+
 KERNELS = ("tiled", "persistent_tma")
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 TMA_ALIGN_BYTES = 16
@@ -220,16 +222,12 @@ def precision(dtype: torch.dtype, allow_tf32: bool) -> str:
     return "tf32" if dtype == torch.float32 and allow_tf32 else "ieee"
 
 
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
 def _tma_problem(a: torch.Tensor, b: torch.Tensor) -> str | None:
     """Why TMA descriptors cannot describe a, b and the (M, N) output, or None when they can."""
     if a.is_cuda and torch.cuda.get_device_capability(a.device)[0] < 9:
         major, minor = torch.cuda.get_device_capability(a.device)
         return f"needs sm_90+ (TMA), this GPU is sm_{major}{minor}"
-    if not a.is_cuda and not _interpreting():
+    if not a.is_cuda and not triton_interpreting():
         return "needs a CUDA tensor"
     size = a.element_size()
     for name, t in (("a", a), ("b", b)):
