@@ -4,6 +4,7 @@ import unittest
 from unittest import mock
 
 import torch
+import triton
 
 import cuda_portfolio as cp
 from cuda_portfolio._backends import triton_interpreting
@@ -79,12 +80,36 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                     with self.subTest(plan=plan, dtype=dtype, rows=rows, cols=cols):
                         self.check_plan(plan, rows, cols, dtype)
 
-    def test_split_row_several_row_groups_and_chunks(self):
-        # A tiny L2 budget forces one launch pair per row and several chunks per row.
-        with mock.patch.object(triton_softmax, "L2_BUDGET_BYTES", 64):
-            for dtype in (torch.float32, torch.bfloat16):
-                with self.subTest(dtype=dtype):
-                    self.check_plan("split_row", 4, 9000, dtype)
+    def test_split_row_geometry_on_a_gpu(self):
+        """split_row's exchange waits for every chunk of a row, so a row never has more chunks than the grid
+        has programs; chunks are whole tiles and cover the row; all programs' chunks fit the L2 budget
+        unless the row is too long for that within one chunk per program. (Off the GPU a row is one chunk: the interpreter
+        runs programs one after another, and a wait for another program would never end.)"""
+        gpu = torch.device("cuda", 0)
+        with mock.patch.object(triton_softmax, "_sm_count", lambda device: 132):
+            for dtype in DTYPES:
+                for direction in ("fwd", "bwd"):
+                    for rows, cols in ((1, 1 << 28), (4, 1 << 22), (32, 1 << 20), (256, 262144), (1024, 131072),
+                                       (3, 50257)):
+                        config = triton_softmax.launch_config("split_row", dtype, triton.next_power_of_2(cols),
+                                                              direction)
+                        operands = 1 if direction == "fwd" else 2
+                        bytes_per_col = operands * dtype.itemsize
+                        chunks, chunk_cols, programs = triton_softmax._split_geometry(rows, cols, bytes_per_col,
+                                                                                      config, gpu)
+                        with self.subTest(dtype=dtype, direction=direction, rows=rows, cols=cols):
+                            resident = 132 * config.per_sm
+                            self.assertLessEqual(chunks, resident)
+                            self.assertEqual(programs, min(resident, rows * chunks))
+                            self.assertEqual(chunk_cols % config.block_n, 0)
+                            self.assertEqual(chunks, -(-cols // chunk_cols))
+                            fewest_cols = -(-cols // resident)  # the chunk when the row alone sets it
+                            self.assertLessEqual(resident * (chunk_cols - config.block_n) * bytes_per_col,
+                                                 max(triton_softmax.L2_BUDGET_BYTES,
+                                                     resident * fewest_cols * bytes_per_col))
+        chunks, _, _ = triton_softmax._split_geometry(
+            3, 5000, 4, triton_softmax.launch_config("split_row", torch.float32, 8192), CPU)
+        self.assertEqual(chunks, 1)
 
     def test_block_per_row_prefetching_persistent_form(self):
         # 16-bit rows of 17000 columns take the prefetching form (next_pow2 = 32768); 7 rows over the

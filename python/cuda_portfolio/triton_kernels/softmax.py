@@ -20,11 +20,14 @@ memory, which Triton cannot express):
                  pass 2 walks the tiles backwards (the newest are still in L2) to normalize and
                  write. The persistent grid is sized so the rows in flight fit in L2. Bound: bytes,
                  1 read + 1 write when pass 2 hits L2, up to 2 reads + 1 write when it misses.
-  split_row      any cols, few rows: each row is cut into chunks, one program per chunk; kernel 1
-                 writes each chunk's (max, sum) (or partial dot in backward) to fp32 scratch,
-                 kernel 2 combines its row's partials and normalizes its chunk. Rows are launched in
-                 groups small enough for kernel 2's re-read to hit L2, and kernel 2 visits chunks in
-                 reverse so the most recently read ones come first. Bound: bytes, as block_online.
+  split_row      any cols, few rows: each row is cut into chunks; a persistent program takes
+                 (row, chunk) jobs from a ticket counter, folds its chunk into (max, sum) (backward:
+                 a partial dot), publishes it, waits for the row's other chunks, combines the
+                 partials and normalizes its chunk at once, re-reading it from L2 (all chunks in
+                 flight fit the L2 budget). Bound: bytes, as block_online, plus one exchange per
+                 row. The interpreter runs programs one after another, so a wait for another
+                 program would never end there: off the GPU every row is one chunk, and the
+                 exchange across programs runs on GPUs only.
 
 Bytes in flight, backward (block_online, split_row). A streaming program with plain loads has one tile
 in flight, and block_online's L2 cap leaves ~1 program per SM at 50257+ columns: too few bytes against
@@ -33,10 +36,9 @@ y.dy dot) is software-pipelined with tl.range(num_stages=STAGES): Triton 3.6 tur
 cp.async copies to shared memory issued STAGES - 1 tiles ahead, 64 KiB per program
 (STREAM_BYTES_AHEAD). Those loads lose their L2 eviction hint (Triton drops it on cp.async). The second
 pass keeps plain loads with evict_first and stores with .cs (streaming: the output does not push the
-rows still waiting for their second read out of L2). split_row's backward kernel 1 holds one tile per
-operand and is not pipelined. The backward's persistent grid counts one streaming program per SM
+rows still waiting for their second read out of L2). The backward's persistent grid counts one streaming program per SM
 (STREAM_PROGRAMS_PER_SM), the unpipelined ones (forward, unaligned backward) as many as their registers
-allow (PLAIN_STREAM_REGISTERS), and block_online tells ptxas so (maxnreg). Measured at e7fb008 (this scheme in
+allow (PLAIN_STREAM_REGISTERS), and both plans tell ptxas so (maxnreg). Measured at e7fb008 (this scheme in
 both directions, with a one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x,
 so the forward keeps plain loads and several programs per SM (launch_config). So do backward rows outside
 Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
@@ -45,7 +47,7 @@ slower (fb4210d), and 16-bit ones cannot use async copies at all; their stores, 
 which came back later on its own: see below.)
 
 Exponentials are one MUFU.EX2 each (_exp, FAST_EXP2). block_online's online update takes one per element,
-split_row's kernel 1 two (_online_max_sum, ONE_EXP): each form measured the faster in its plan (docs/perf-log.md).
+split_row's first pass two (_online_max_sum, ONE_EXP): each form measured the faster in its plan (docs/perf-log.md).
 The forward's output stores are .cs, as the backward's, so y does not evict x lines still waiting for
 their second read.
 
@@ -70,15 +72,9 @@ PLANS = ("warp_per_row", "block_per_row", "block_online", "split_row")
 WARP_PER_ROW_MAX_COLS = 1024
 BLOCK_PER_ROW_MAX_COLS = 32768
 L2_BUDGET_BYTES = 32 << 20    # H200 has 60 MiB of L2: keep re-read working sets well inside it
-INTERPRETER_SM_COUNT = 3      # CPU "device": small, so tests exercise persistent loops and row groups
-MAX_CHUNKS = 1024             # split_row partials per row, combined in one tile by kernel 2
+INTERPRETER_SM_COUNT = 3      # CPU "device": small, so tests exercise persistent loops
 STREAM_BYTES_AHEAD = 64 << 10  # first-pass loads in flight per streaming program (async copies to shared memory)
 MAX_STAGES = 5
-# split_row kernel 1 pipelines its chunk and no further: a chunk is about L2_BUDGET_BYTES / (8 programs x SMs),
-# ~32 KiB, i.e. 2 tiles forward (STAGES 3) and 1 tile per operand backward (not pipelined: a single tile
-# gains nothing from async copies and the stages' shared memory and registers cost programs per SM). Deeper
-# stages only held shared memory never filled, and at 5 Triton's ptxas spilled 4 bytes (aligned bf16 fwd).
-SPLIT_ROW_CHUNK_BYTES = 32 << 10
 REGISTERS_PER_SM = 65536
 # Streaming programs one SM is counted to hold: 1. Triton's ptxas (sm_90a) gives the pipelined fp32
 # block_online programs (8 warps) 96-214 registers (the unaligned specialization, 4-byte async copies, takes
@@ -140,7 +136,7 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, ONE_EXP: tl.const
     ONE_EXP: one exponential per element: e = exp(-|x - m|) is the new element's term when x <= m, and
     the old sum's rescale factor when x > m (the element then adds exp(0) = 1). Otherwise two: the old
     sum rescaled by exp(m - m_new) plus exp(x - m_new). Measured on the H200 (session 12, forward, x copy):
-    in split_row's kernel 1 two exponentials run 0.03-0.06 faster at every long shape; in block_online one
+    in split_row's first pass (then a kernel of its own) two exponentials run 0.03-0.06 faster at every long shape; in block_online one
     runs 0-0.02 faster at 131072 and 262144 columns and 0.02-0.03 slower at 2048x50257. Neither is
     explained yet (docs/perf-log.md, "Session 12"); each plan takes the form that won most.
     The running max starts at -FLT_MAX, not -inf, so no x - m is -inf - -inf (NaN): -inf elements add
@@ -284,58 +280,71 @@ def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 
 
 # ----------------------------------------------------------------------------- split_row
-# Program p of kernel 1 handles (row, chunk) = divmod(p, chunks); kernel 2 handles the same pair
-# for p = total - 1 - program_id, i.e. in the reverse order of kernel 1.
-
-@triton.jit
-def softmax_fwd_split_row_stats_kernel(x_ptr, max_ptr, sum_ptr, cols, x_row_stride, chunks, chunk_cols,
-                                       BLOCK_N: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    row = pid // chunks
-    start = (pid % chunks) * chunk_cols
-    chunk_max, chunk_sum = _online_max_sum(x_ptr + row * x_row_stride, start, tl.minimum(start + chunk_cols, cols),
-                                           BLOCK_N, ONE_EXP=False)
-    tl.store(max_ptr + pid, chunk_max)
-    tl.store(sum_ptr + pid, chunk_sum)
+# One persistent kernel per direction. Jobs are (row, chunk) pairs in row-major order, handed out by a ticket
+# counter (counters[0]) in the order programs ask; counters[1 + row] counts the row's chunks whose partial is
+# published. A program runs pass 1 over its chunk, publishes the partial, waits for its row's other chunks, then
+# runs pass 2 over the same chunk at once, so the re-read follows the first read on the same SM while the chunk
+# is still in L2 (CUDA v13's order; the job stream that put other jobs between the two reads lost L2, perf log).
+# Deadlock freedom: a program holds one job at a time and tickets go out in order, so the oldest unfinished
+# row's chunks are all held by running programs that wait for nothing else; chunks <= programs, and every
+# program is resident (the grid is what the registers hold, each capped to its share).
 
 
 @triton.jit
-def softmax_fwd_split_row_normalize_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, cols, x_row_stride, y_row_stride,
-                                           chunks, chunk_cols, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr):
-    pid = tl.num_programs(0).to(tl.int64) - 1 - tl.program_id(0)
-    row = pid // chunks
-    start = (pid % chunks) * chunk_cols
-    part = tl.arange(0, CHUNKS_P2)
-    part_max = tl.load(max_ptr + row * chunks + part, mask=part < chunks, other=float("-inf"))
-    part_sum = tl.load(sum_ptr + row * chunks + part, mask=part < chunks, other=0.0)
-    row_max = tl.max(part_max, axis=0)
-    row_sum = tl.sum(part_sum * _exp(part_max - row_max), axis=0)
-    _normalize_span_reversed(x_ptr + row * x_row_stride, y_ptr + row * y_row_stride, start,
-                             tl.minimum(start + chunk_cols, cols), row_max, 1.0 / row_sum, BLOCK_N)
+def _take_ticket(counters_ptr):
+    return tl.atomic_add(counters_ptr, 1, sem="relaxed")
 
 
 @triton.jit
-def softmax_bwd_split_row_dot_kernel(y_ptr, dy_ptr, dot_ptr, cols, y_row_stride, dy_row_stride, chunks, chunk_cols,
-                                     BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    row = pid // chunks
-    start = (pid % chunks) * chunk_cols
-    stop = tl.minimum(start + chunk_cols, cols)
-    tl.store(dot_ptr + pid, _dot_span(y_ptr + row * y_row_stride, dy_ptr + row * dy_row_stride, start, stop, BLOCK_N,
-                                     STAGES))
+def _arrive_and_wait(arrivals_ptr, expected):
+    """Count this program's partial (stored just before) as published, then wait until `expected` are."""
+    tl.debug_barrier()  # every thread's partial store comes before the releasing arrival
+    tl.atomic_add(arrivals_ptr, 1, sem="release")
+    while tl.atomic_add(arrivals_ptr, 0, sem="acquire") < expected:
+        pass
 
 
 @triton.jit
-def softmax_bwd_split_row_grad_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, cols, y_row_stride, dy_row_stride,
-                                      dx_row_stride, chunks, chunk_cols, BLOCK_N: tl.constexpr,
-                                      CHUNKS_P2: tl.constexpr, STREAM_STORES: tl.constexpr):
-    pid = tl.num_programs(0).to(tl.int64) - 1 - tl.program_id(0)
-    row = pid // chunks
-    start = (pid % chunks) * chunk_cols
-    part = tl.arange(0, CHUNKS_P2)
-    dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0), axis=0)
-    _grad_span_reversed(y_ptr + row * y_row_stride, dy_ptr + row * dy_row_stride, dx_ptr + row * dx_row_stride,
-                        start, tl.minimum(start + chunk_cols, cols), dot, BLOCK_N, STREAM_STORES)
+def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, cols, x_row_stride, y_row_stride,
+                                 chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr):
+    job = _take_ticket(counters_ptr)
+    while job < jobs:
+        row = (job // chunks).to(tl.int64)
+        start = (job % chunks) * chunk_cols
+        stop = tl.minimum(start + chunk_cols, cols)
+        x_row = x_ptr + row * x_row_stride
+        chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, ONE_EXP=False)
+        tl.store(max_ptr + job, chunk_max)
+        tl.store(sum_ptr + job, chunk_sum)
+        _arrive_and_wait(counters_ptr + 1 + row, chunks)
+        part = tl.arange(0, CHUNKS_P2)
+        part_max = tl.load(max_ptr + row * chunks + part, mask=part < chunks, other=float("-inf"),
+                           cache_modifier=".cg")
+        part_sum = tl.load(sum_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg")
+        row_max = tl.max(part_max, axis=0)
+        row_sum = tl.sum(part_sum * _exp(part_max - row_max), axis=0)
+        _normalize_span_reversed(x_row, y_ptr + row * y_row_stride, start, stop, row_max, 1.0 / row_sum, BLOCK_N)
+        job = _take_ticket(counters_ptr)
+
+
+@triton.jit
+def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, cols, y_row_stride, dy_row_stride,
+                                 dx_row_stride, chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
+                                 CHUNKS_P2: tl.constexpr, STREAM_STORES: tl.constexpr):
+    job = _take_ticket(counters_ptr)
+    while job < jobs:
+        row = (job // chunks).to(tl.int64)
+        start = (job % chunks) * chunk_cols
+        stop = tl.minimum(start + chunk_cols, cols)
+        y_row = y_ptr + row * y_row_stride
+        dy_row = dy_ptr + row * dy_row_stride
+        tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES))
+        _arrive_and_wait(counters_ptr + 1 + row, chunks)
+        part = tl.arange(0, CHUNKS_P2)
+        dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg"),
+                     axis=0)
+        _grad_span_reversed(y_row, dy_row, dx_ptr + row * dx_row_stride, start, stop, dot, BLOCK_N, STREAM_STORES)
+        job = _take_ticket(counters_ptr)
 
 
 # ----------------------------------------------------------------------------- launch configuration
@@ -344,7 +353,7 @@ class LaunchConfig(NamedTuple):
     block_n: int     # columns per tile
     num_warps: int
     rows: int        # rows per program (warp_per_row only)
-    # software-pipeline depth of the backward's streaming first pass (block_online, split_row kernel 1);
+    # software-pipeline depth of the backward's streaming first pass (block_online, split_row);
     # None: the loop as Triton compiles it by default (no async copies for these loads)
     stages: int | None = None
     per_sm: int = 1  # programs of the persistent grids one SM holds at once (registers, shared memory, warps)
@@ -373,11 +382,11 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     """The fixed configuration for (plan, dtype, next_pow2(cols), direction, aligned).
 
     Sized for bandwidth: about 16 fp32 values per thread per tile (no spills), 4096-element tiles for
-    the multi-row warp_per_row programs. The streaming plans' backward (block_online, split_row) pipelines its
-    first pass STREAM_BYTES_AHEAD deep (module docstring, "Bytes in flight"), split_row's kernel 1 one chunk
-    deep (SPLIT_ROW_CHUNK_BYTES); `per_sm` is what registers (ptxas, sm_90a, scripts/inspect_kernel.py) and shared memory
-    allow, and the persistent grid never exceeds it. block_online's `maxnreg` gives ptxas the register share of
-    per_sm programs per SM: the pipelined backward's one program (128 at 16 warps: ptxas would otherwise aim at
+    the multi-row warp_per_row programs. The streaming plans (block_online, split_row) share a configuration:
+    the backward pipelines its first pass STREAM_BYTES_AHEAD deep (module docstring, "Bytes in flight");
+    `per_sm` is what registers (ptxas, sm_90a, scripts/inspect_kernel.py) and shared memory
+    allow, and the persistent grid never exceeds it (split_row's exchange needs every program resident).
+    `maxnreg` gives ptxas the register share of per_sm programs per SM: the pipelined backward's one program (128 at 16 warps: ptxas would otherwise aim at
     two programs per SM, 64 registers, and spill; at 8 warps the share is above the 255-register limit, so no
     cap), the unpipelined ones' PLAIN_STREAM_REGISTERS. `aligned`: Triton's 16-byte
     specialization (every pointer, stride and the length divisible by 16, see `rows_aligned`).
@@ -400,15 +409,10 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         # So do unaligned rows, with the plain loop and stores: their fp32 pipeline is 4-byte cp.async,
         # measured 0.56 -> 0.49 at 2048x50257 backward (fb4210d; 0.37 with a num_stages=1 loop,
         # tl.where for the masked lanes and plain stores, 14ebdd9), and 16-bit ones get no async copies.
-        # split_row's grid is not persistent: it takes neither the residency nor the cap.
         per_sm, share = _register_residency(num_warps, PLAIN_STREAM_REGISTERS[direction])
-        return LaunchConfig(block_n, num_warps, 1, per_sm=per_sm, maxnreg=share if plan == "block_online" else None)
+        return LaunchConfig(block_n, num_warps, 1, per_sm=per_sm, maxnreg=share)
     operands = 2
     stages = max(2, min(MAX_STAGES, 1 + STREAM_BYTES_AHEAD // (block_n * dtype.itemsize * operands)))
-    if plan == "split_row":
-        chunk_tiles = SPLIT_ROW_CHUNK_BYTES // (block_n * dtype.itemsize * operands)
-        return LaunchConfig(block_n, num_warps, 1, min(stages, chunk_tiles + 1) if chunk_tiles > 1 else 1,
-                            stream_stores=True)
     return LaunchConfig(block_n, num_warps, 1, stages, STREAM_PROGRAMS_PER_SM,
                         _register_share(num_warps, STREAM_PROGRAMS_PER_SM), stream_stores=True)
 
@@ -459,18 +463,19 @@ def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, 
     return max(1, min(rows, resident, in_l2))
 
 
-def _split_geometry(cols: int, rows: int, config: LaunchConfig, device: torch.device) -> tuple[int, int]:
-    """(chunks per row, columns per chunk): about 8 programs per SM in all, chunk a whole number of tiles."""
-    wanted = max(1, min(MAX_CHUNKS, triton.cdiv(8 * _sm_count(device), rows)))
-    chunk_cols = triton.cdiv(triton.cdiv(cols, wanted), config.block_n) * config.block_n
-    return triton.cdiv(cols, chunk_cols), chunk_cols
-
-
-def _row_groups(rows: int, bytes_per_row: int):
-    """Row ranges whose bytes fit the L2 budget, so split_row's kernel 2 re-reads from L2."""
-    step = max(1, L2_BUDGET_BYTES // max(1, bytes_per_row))
-    for first in range(0, rows, step):
-        yield first, min(rows, first + step)
+def _split_geometry(rows: int, cols: int, bytes_per_col: int, config: LaunchConfig,
+                    device: torch.device) -> tuple[int, int, int]:
+    """(chunks per row, columns per chunk, programs) for split_row: every resident program holds one chunk, and
+    chunks are sized so all of them together fit the L2 budget (pass 2 re-reads its chunk from L2); at least
+    cdiv(cols, programs) columns, so a row never has more chunks than there are programs (the exchange waits
+    for all of them); a whole number of tiles."""
+    programs = _sm_count(device) * config.per_sm
+    chunk_cols = max(L2_BUDGET_BYTES // (programs * bytes_per_col), triton.cdiv(cols, programs))
+    if device.type != "cuda":
+        chunk_cols = cols  # the interpreter runs programs one after another: no waits across them
+    chunk_cols = triton.cdiv(chunk_cols, config.block_n) * config.block_n
+    chunks = triton.cdiv(cols, chunk_cols)
+    return chunks, chunk_cols, max(1, min(programs, rows * chunks))
 
 
 def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
@@ -492,18 +497,14 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
                                               num_warps=config.num_warps, maxnreg=config.maxnreg)
     else:
-        for first, stop in _row_groups(rows, cols * x2d.element_size()):
-            x_part, y_part = x2d[first:stop], y2d[first:stop]
-            chunks, chunk_cols = _split_geometry(cols, stop - first, config, x2d.device)
-            total = (stop - first) * chunks
-            part_max = torch.empty(total, dtype=torch.float32, device=x2d.device)
-            part_sum = torch.empty(total, dtype=torch.float32, device=x2d.device)
-            softmax_fwd_split_row_stats_kernel[(total,)](x_part, part_max, part_sum, cols, x_stride, chunks,
-                                                         chunk_cols, BLOCK_N=config.block_n,
-                                                         num_warps=config.num_warps)
-            softmax_fwd_split_row_normalize_kernel[(total,)](
-                x_part, y_part, part_max, part_sum, cols, x_stride, y_stride, chunks, chunk_cols,
-                BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), num_warps=config.num_warps)
+        chunks, chunk_cols, programs = _split_geometry(rows, cols, x2d.element_size(), config, x2d.device)
+        counters = torch.zeros(1 + rows, dtype=torch.int32, device=x2d.device)  # ticket, then arrivals per row
+        part_max = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
+        part_sum = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
+        softmax_fwd_split_row_kernel[(programs,)](
+            x2d, y2d, part_max, part_sum, counters, cols, x_stride, y_stride, chunks, chunk_cols, rows * chunks,
+            BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), num_warps=config.num_warps,
+            maxnreg=config.maxnreg)
 
 
 def rows_aligned(tensors, cols: int) -> bool:
@@ -532,17 +533,13 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
                                               num_warps=config.num_warps,
                                               maxnreg=config.maxnreg)
     else:
-        for first, stop in _row_groups(rows, 2 * cols * y2d.element_size()):
-            y_part, dy_part, dx_part = y2d[first:stop], dy2d[first:stop], dx2d[first:stop]
-            chunks, chunk_cols = _split_geometry(cols, stop - first, config, y2d.device)
-            total = (stop - first) * chunks
-            part_dot = torch.empty(total, dtype=torch.float32, device=y2d.device)
-            softmax_bwd_split_row_dot_kernel[(total,)](y_part, dy_part, part_dot, cols, strides[0], strides[1],
-                                                       chunks, chunk_cols, BLOCK_N=config.block_n,
-                                                       STAGES=config.stages, num_warps=config.num_warps)
-            softmax_bwd_split_row_grad_kernel[(total,)](
-                y_part, dy_part, dx_part, part_dot, cols, *strides, chunks, chunk_cols, BLOCK_N=config.block_n,
-                CHUNKS_P2=triton.next_power_of_2(chunks), STREAM_STORES=config.stream_stores, num_warps=config.num_warps)
+        chunks, chunk_cols, programs = _split_geometry(rows, cols, 2 * y2d.element_size(), config, y2d.device)
+        counters = torch.zeros(1 + rows, dtype=torch.int32, device=y2d.device)  # ticket, then arrivals per row
+        part_dot = torch.empty(rows * chunks, dtype=torch.float32, device=y2d.device)
+        softmax_bwd_split_row_kernel[(programs,)](
+            y2d, dy2d, dx2d, part_dot, counters, cols, *strides, chunks, chunk_cols, rows * chunks,
+            BLOCK_N=config.block_n, STAGES=config.stages, CHUNKS_P2=triton.next_power_of_2(chunks),
+            STREAM_STORES=config.stream_stores, num_warps=config.num_warps, maxnreg=config.maxnreg)
 
 
 def aot_specs(dtype: torch.dtype):
@@ -562,7 +559,7 @@ def aot_specs(dtype: torch.dtype):
     stream_bwd_unaligned = launch_config("block_online", dtype, 1 << 20, "bwd", aligned=False)
     split = launch_config("split_row", dtype, 1 << 20)
     split_bwd = launch_config("split_row", dtype, 1 << 20, "bwd")
-    chunk_args = {"chunks": "i64", "chunk_cols": "i64"}
+    chunk_args = {"chunks": "i32", "chunk_cols": "i32", "jobs": "i32"}
 
     def without_rows(signature):  # block_per_row backward: one program per row, the grid is the row count
         return {k: v for k, v in signature.items() if k != "rows"}
@@ -584,23 +581,19 @@ def aot_specs(dtype: torch.dtype):
         ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd,
          {"BLOCK_N": stream_bwd_unaligned.block_n, "STAGES": stream_bwd_unaligned.stages, "STREAM_STORES": False},
          stream_bwd_unaligned),
-        ("softmax_fwd_split_row_stats_kernel", softmax_fwd_split_row_stats_kernel,
-         {"x_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "cols": "i32", "x_row_stride": "i64", **chunk_args},
-         {"BLOCK_N": split.block_n}, split),
-        ("softmax_fwd_split_row_normalize_kernel", softmax_fwd_split_row_normalize_kernel,
-         {"x_ptr": ptr, "y_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "cols": "i32", "x_row_stride": "i64",
-          "y_row_stride": "i64", **chunk_args}, {"BLOCK_N": split.block_n, "CHUNKS_P2": 256}, split),
-        ("softmax_bwd_split_row_dot_kernel", softmax_bwd_split_row_dot_kernel,
-         {"y_ptr": ptr, "dy_ptr": ptr, "dot_ptr": "*fp32", "cols": "i32", "y_row_stride": "i64",
-          "dy_row_stride": "i64", **chunk_args}, {"BLOCK_N": split_bwd.block_n, "STAGES": split_bwd.stages}, split_bwd),
-        ("softmax_bwd_split_row_grad_kernel", softmax_bwd_split_row_grad_kernel,
-         {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "cols": "i32", "y_row_stride": "i64",
-          "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args},
-         {"BLOCK_N": split_bwd.block_n, "CHUNKS_P2": 256, "STREAM_STORES": True}, split_bwd),
+        ("softmax_fwd_split_row_kernel", softmax_fwd_split_row_kernel,
+         {"x_ptr": ptr, "y_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "counters_ptr": "*i32", "cols": "i32",
+          "x_row_stride": "i64", "y_row_stride": "i64", **chunk_args}, {"BLOCK_N": split.block_n, "CHUNKS_P2": 256},
+         split),
+        ("softmax_bwd_split_row_kernel", softmax_bwd_split_row_kernel,
+         {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "counters_ptr": "*i32", "cols": "i32",
+          "y_row_stride": "i64", "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args},
+         {"BLOCK_N": split_bwd.block_n, "STAGES": split_bwd.stages, "CHUNKS_P2": 256, "STREAM_STORES": True},
+         split_bwd),
     ):
         signature = dict(sig, **{k: "constexpr" for k in consts})
         options = {"num_warps": config.num_warps}
-        if config.maxnreg is not None:  # the launch passes it too (block_online)
+        if config.maxnreg is not None:  # the launch passes it too (block_online, split_row)
             options["maxnreg"] = config.maxnreg
         specs.append(AotSpec(name, fn, signature, consts, options))
     return specs
