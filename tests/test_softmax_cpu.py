@@ -148,9 +148,11 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
     def test_choose_plan_by_shape(self):
         self.assertEqual(triton_softmax.choose_plan(65536, 256, torch.float32, CPU), "warp_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 4096, torch.bfloat16, CPU), "block_per_row")
-        self.assertEqual(triton_softmax.choose_plan(1024, 131072, torch.float32, CPU), "block_online")
-        self.assertEqual(triton_softmax.choose_plan(1, 4194304, torch.float32, CPU), "split_row")  # < 7/8 row per SM
-        self.assertEqual(triton_softmax.choose_plan(4, 4194304, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(1, 50257, torch.bfloat16, CPU), "split_row")  # < 7/8 row per SM
+        self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.float32, CPU), "split_row")  # 200 KB rows
+        self.assertEqual(triton_softmax.choose_plan(1024, 131072, torch.bfloat16, CPU), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(4, 4194304, torch.float32, CPU), "split_row")
 
 
 @needs_interpreter

@@ -15,13 +15,13 @@ memory, which Triton cannot express):
                  wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4). The
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
-  block_online   any cols, many rows: a persistent program walks rows; pass 1 keeps per-lane
-                 running (max, sum) vectors over BLOCK_N-column tiles (online softmax, one read),
+  block_online   any cols (auto: many rows of <= 128 KiB): a persistent program walks rows;
+                 pass 1 keeps per-lane running (max, sum) vectors over BLOCK_N-column tiles (online softmax, one read),
                  pass 2 walks the tiles backwards (the newest are still in L2) to normalize and
                  write. The persistent grid is sized so the rows in flight fit in L2. Bound: bytes,
                  1 read + 1 write when pass 2 hits L2, up to 2 reads + 1 write when it misses.
-  split_row      any cols, few rows: each row is cut into chunks; a persistent program takes
-                 (row, chunk) jobs from a ticket counter, folds its chunk into (max, sum) (backward:
+  split_row      any cols (auto: every other row past 32768 columns): each row is cut into
+                 chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds its chunk into (max, sum) (backward:
                  a partial dot), publishes it, waits for the row's other chunks, combines the
                  partials and normalizes its chunk at once, re-reading it from L2 (all chunks in
                  flight fit the L2 budget). Bound: bytes, as block_online, plus one exchange per
@@ -71,6 +71,7 @@ from .._backends import triton_interpreting
 PLANS = ("warp_per_row", "block_per_row", "block_online", "split_row")
 WARP_PER_ROW_MAX_COLS = 1024
 BLOCK_PER_ROW_MAX_COLS = 32768
+ONLINE_MAX_ROW_BYTES = 128 << 10  # auto: block_online's longest rows (choose_plan)
 L2_BUDGET_BYTES = 32 << 20    # H200 has 60 MiB of L2: keep re-read working sets well inside it
 INTERPRETER_SM_COUNT = 3      # CPU "device": small, so tests exercise persistent loops
 STREAM_BYTES_AHEAD = 64 << 10  # first-pass loads in flight per streaming program (async copies to shared memory)
@@ -441,17 +442,19 @@ def check_plan(plan: str, rows: int, cols: int, dtype: torch.dtype, device: torc
 
 
 def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, direction: str = "fwd") -> str:
-    """Short rows: several per program; rows that fit in registers: one per program; longer rows:
-    online when there are about as many rows as SMs, else split across programs. Measured on the
-    H200 (132 SMs; results/h200/experiments/softmax-plans-62aafa1-triton-rows.json): block_online
-    wins at 128 and 256 rows, both ways, fp32 and bf16 (0.50-0.59 of copy against 0.42-0.55), and
-    loses at 32 rows (0.18 against 0.48). The same plan both ways (`direction` is accepted for the
-    backends' common interface)."""
+    """Short rows: several per program; rows that fit in registers: one per program; longer rows: split across
+    programs, except rows of at most ONLINE_MAX_ROW_BYTES when there are about as many rows as SMs (block_online).
+    Measured on the H200 (132 SMs) with split_row v3 (results/h200/experiments/softmax-plans-37f0df0-split-v3.json):
+    split_row wins every fp32 shape from 2048x50257 to 4x4194304, both ways (0.65-0.77 of copy against
+    0.18-0.59), and 16-bit rows from 131072 columns; block_online keeps 2048x50257 bf16 (0.48 / 0.53 against
+    0.42-0.44 / 0.45-0.47), where a 100 KB row is a single chunk. The same plan both ways (`direction` is
+    accepted for the backends' common interface)."""
     if cols <= WARP_PER_ROW_MAX_COLS:
         return "warp_per_row"
     if cols <= BLOCK_PER_ROW_MAX_COLS:
         return "block_per_row"
-    return "block_online" if rows >= 7 * _sm_count(device) // 8 else "split_row"
+    many_rows = rows >= 7 * _sm_count(device) // 8
+    return "block_online" if many_rows and cols * dtype.itemsize <= ONLINE_MAX_ROW_BYTES else "split_row"
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
