@@ -129,12 +129,13 @@ class TritonMatmulKernelTest(unittest.TestCase):
         rounds = {configs[1]: [[2.0, 2.0], [2.0, 2.0], [0.5, 0.5]], configs[2]: [[1.0, 1.0], [1.0, 9.0], [1.0, 1.0]]}
         timed = []
 
-        def cold_launch_ms(launch, device):
+        def cold_launch_ms(launch, flush):
             config = runs[launch]
             timed.append(config)
             return rounds[config][sum(c is config for c in timed) - 1]
 
-        with unittest.mock.patch.object(tm, "_cold_launch_ms", cold_launch_ms):
+        with unittest.mock.patch.object(tm, "_cold_launch_ms", cold_launch_ms), \
+                unittest.mock.patch.object(tm, "_l2_flush_buffer", lambda device: None):
             self.assertIs(tm._fastest(configs, launcher, "cuda:0"), configs[2])
         self.assertEqual(timed, [configs[1], configs[2]] * tm.TUNE_ROUNDS)
 

@@ -437,15 +437,14 @@ TUNE_ROUNDS = 3
 TUNE_LAUNCHES_PER_ROUND = 7
 
 
-@functools.lru_cache(maxsize=None)
 def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
+    """Twice the L2, allocated for one tuning and then released (its contents are never used)."""
     l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
-    return torch.ones(max(2 * l2_bytes, 1 << 20) // 4, dtype=torch.int32, device=device)
+    return torch.empty(max(2 * l2_bytes, 1 << 20) // 4, dtype=torch.int32, device=device)
 
 
-def _cold_launch_ms(launch, device: torch.device) -> list[float]:
-    """Milliseconds of TUNE_LAUNCHES_PER_ROUND launches of launch(), each after an L2-clearing read."""
-    flush = _l2_flush_buffer(device)
+def _cold_launch_ms(launch, flush: torch.Tensor) -> list[float]:
+    """Milliseconds of TUNE_LAUNCHES_PER_ROUND launches of launch(), each after reading `flush` (clears the L2)."""
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(TUNE_LAUNCHES_PER_ROUND)]
     for start, end in events:
@@ -453,7 +452,7 @@ def _cold_launch_ms(launch, device: torch.device) -> list[float]:
         start.record()
         launch()
         end.record()
-    torch.cuda.synchronize(device)
+    torch.cuda.synchronize(flush.device)
     return [start.elapsed_time(end) for start, end in events]
 
 
@@ -470,9 +469,10 @@ def _fastest(configs, launcher, device: torch.device):
     if not launches:
         raise RuntimeError("no matmul tile config fits this GPU's shared memory or registers")
     samples = {config: [] for config in launches}
+    flush = _l2_flush_buffer(device)
     for _ in range(TUNE_ROUNDS):
         for config, launch in launches.items():
-            samples[config] += _cold_launch_ms(launch, device)
+            samples[config] += _cold_launch_ms(launch, flush)
     return min(samples, key=lambda config: statistics.median(samples[config]))
 
 
