@@ -445,8 +445,8 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     """Short rows: several per program; rows that fit in registers: one per program; longer rows: split across
     programs, except rows of at most ONLINE_MAX_ROW_BYTES when there are about as many rows as SMs (block_online).
     Measured on the H200 (132 SMs) with split_row v3 (results/h200/experiments/softmax-plans-37f0df0-split-v3.json):
-    split_row wins every fp32 shape from 2048x50257 to 4x4194304, both ways (0.65-0.77 of copy against
-    0.18-0.59), and 16-bit rows from 131072 columns; block_online keeps 2048x50257 bf16 (0.48 / 0.53 against
+    split_row wins every fp32 shape from 2048x50257 to 4x4194304, both ways (0.52-0.75 of copy against
+    0.03-0.59), and 16-bit rows from 131072 columns; block_online keeps 2048x50257 bf16 (0.48 / 0.53 against
     0.42-0.44 / 0.45-0.47), where a 100 KB row is a single chunk. The same plan both ways (`direction` is
     accepted for the backends' common interface)."""
     if cols <= WARP_PER_ROW_MAX_COLS:
