@@ -297,6 +297,13 @@ def _take_ticket(counters_ptr):
 
 
 @triton.jit
+def _job_chunk(job, chunks, chunk_cols, cols):
+    """(row, first column, end column) of a job: chunk job % chunks of row job // chunks."""
+    start = (job % chunks) * chunk_cols
+    return (job // chunks).to(tl.int64), start, tl.minimum(start + chunk_cols, cols)
+
+
+@triton.jit
 def _arrive_and_wait(arrivals_ptr, expected):
     """Count this program's partial (stored just before) as published, then wait until `expected` are."""
     tl.debug_barrier()  # every thread's partial store comes before the releasing arrival
@@ -310,9 +317,7 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
                                  chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr):
     job = _take_ticket(counters_ptr)
     while job < jobs:
-        row = (job // chunks).to(tl.int64)
-        start = (job % chunks) * chunk_cols
-        stop = tl.minimum(start + chunk_cols, cols)
+        row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
         x_row = x_ptr + row * x_row_stride
         chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, ONE_EXP=False)
         tl.store(max_ptr + job, chunk_max)
@@ -334,9 +339,7 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, c
                                  CHUNKS_P2: tl.constexpr, STREAM_STORES: tl.constexpr):
     job = _take_ticket(counters_ptr)
     while job < jobs:
-        row = (job // chunks).to(tl.int64)
-        start = (job % chunks) * chunk_cols
-        stop = tl.minimum(start + chunk_cols, cols)
+        row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
         y_row = y_ptr + row * y_row_stride
         dy_row = dy_ptr + row * dy_row_stride
         tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES))
