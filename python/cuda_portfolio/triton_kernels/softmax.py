@@ -16,18 +16,19 @@ memory, which Triton cannot express):
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
   block_online   any cols (auto: many rows of <= 128 KiB): a persistent program walks rows;
-                 pass 1 keeps per-lane running (max, sum) vectors over BLOCK_N-column tiles (online softmax, one read),
-                 pass 2 walks the tiles backwards (the newest are still in L2) to normalize and
-                 write. The persistent grid is sized so the rows in flight fit in L2. Bound: bytes,
-                 1 read + 1 write when pass 2 hits L2, up to 2 reads + 1 write when it misses.
+                 pass 1 keeps per-lane running (max, sum) vectors over BLOCK_N-column tiles
+                 (online softmax, one read), pass 2 walks the tiles backwards (the newest are still
+                 in L2) to normalize and write. The persistent grid is sized so the rows in flight
+                 fit in L2. Bound: bytes, 1 read + 1 write when pass 2 hits L2, up to 2 reads +
+                 1 write when it misses.
   split_row      any cols (auto: every other row past 32768 columns): each row is cut into
-                 chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds its chunk into (max, sum) (backward:
-                 a partial dot), publishes it, waits for the row's other chunks, combines the
-                 partials and normalizes its chunk at once, re-reading it from L2 (all chunks in
-                 flight fit the L2 budget). Bound: bytes, as block_online, plus one exchange per
-                 row. The interpreter runs programs one after another, so a wait for another
-                 program would never end there: off the GPU every row is one chunk, and the
-                 exchange across programs runs on GPUs only.
+                 chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
+                 its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
+                 row's other chunks, combines the partials and normalizes its chunk at once,
+                 re-reading it from L2 (all chunks in flight fit the L2 budget). Bound: bytes, as
+                 block_online, plus one exchange per row. The interpreter runs programs one after
+                 another, so a wait for another program would never end there: off the GPU every
+                 row is one chunk, and the exchange across programs runs on GPUs only.
 
 Bytes in flight, backward (block_online, split_row). A streaming program with plain loads has one tile
 in flight, and block_online's L2 cap leaves ~1 program per SM at 50257+ columns: too few bytes against
@@ -36,8 +37,8 @@ y.dy dot) is software-pipelined with tl.range(num_stages=STAGES): Triton 3.6 tur
 cp.async copies to shared memory issued STAGES - 1 tiles ahead, 64 KiB per program
 (STREAM_BYTES_AHEAD). Those loads lose their L2 eviction hint (Triton drops it on cp.async). The second
 pass keeps plain loads with evict_first and stores with .cs (streaming: the output does not push the
-rows still waiting for their second read out of L2). The backward's persistent grid counts one streaming program per SM
-(STREAM_PROGRAMS_PER_SM), the unpipelined ones (forward, unaligned backward) as many as their registers
+rows still waiting for their second read out of L2). The backward's persistent grid counts one streaming
+program per SM (STREAM_PROGRAMS_PER_SM), the unpipelined ones (forward, unaligned backward) as many as their registers
 allow (PLAIN_STREAM_REGISTERS), and both plans tell ptxas so (maxnreg). Measured at e7fb008 (this scheme in
 both directions, with a one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x,
 so the forward keeps plain loads and several programs per SM (launch_config). So do backward rows outside
@@ -137,9 +138,10 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, ONE_EXP: tl.const
     ONE_EXP: one exponential per element: e = exp(-|x - m|) is the new element's term when x <= m, and
     the old sum's rescale factor when x > m (the element then adds exp(0) = 1). Otherwise two: the old
     sum rescaled by exp(m - m_new) plus exp(x - m_new). Measured on the H200 (session 12, forward, x copy):
-    in split_row's first pass (then a kernel of its own) two exponentials run 0.03-0.06 faster at every long shape; in block_online one
-    runs 0-0.02 faster at 131072 and 262144 columns and 0.02-0.03 slower at 2048x50257. Neither is
-    explained yet (docs/perf-log.md, "Session 12"); each plan takes the form that won most.
+    in split_row's first pass (then a kernel of its own) two exponentials run 0.03-0.06 faster at every long
+    shape; in block_online one runs 0-0.02 faster at 131072 and 262144 columns and 0.02-0.03 slower at
+    2048x50257. Neither is explained yet (docs/perf-log.md, "Session 12"); each plan takes the form that won
+    most.
     The running max starts at -FLT_MAX, not -inf, so no x - m is -inf - -inf (NaN): -inf elements add
     exp(-inf) = 0, and a lane or span of only -inf returns (-FLT_MAX, 0), whose 1/0 makes an all -inf row
     NaN in the normalize pass (0 * inf), as torch. NaN in x makes the max, then s, NaN.
@@ -388,11 +390,11 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     Sized for bandwidth: about 16 fp32 values per thread per tile (no spills), 4096-element tiles for
     the multi-row warp_per_row programs. The streaming plans (block_online, split_row) share a configuration:
     the backward pipelines its first pass STREAM_BYTES_AHEAD deep (module docstring, "Bytes in flight");
-    `per_sm` is what registers (ptxas, sm_90a, scripts/inspect_kernel.py) and shared memory
-    allow, and the persistent grid never exceeds it (split_row's exchange needs every program resident).
-    `maxnreg` gives ptxas the register share of per_sm programs per SM: the pipelined backward's one program (128 at 16 warps: ptxas would otherwise aim at
-    two programs per SM, 64 registers, and spill; at 8 warps the share is above the 255-register limit, so no
-    cap), the unpipelined ones' PLAIN_STREAM_REGISTERS. `aligned`: Triton's 16-byte
+    `per_sm` is what registers (ptxas, sm_90a, scripts/inspect_kernel.py) and shared memory allow, and the
+    persistent grid never exceeds it (split_row's exchange needs every program resident). `maxnreg` gives
+    ptxas the register share of per_sm programs per SM: the pipelined backward's one program (128 at 16 warps:
+    ptxas would otherwise aim at two programs per SM, 64 registers, and spill; at 8 warps the share is above
+    the 255-register limit, so no cap), the unpipelined ones' PLAIN_STREAM_REGISTERS. `aligned`: Triton's 16-byte
     specialization (every pointer, stride and the length divisible by 16, see `rows_aligned`).
     """
     if plan == "warp_per_row":
