@@ -198,7 +198,7 @@ def compiled_ahead_of_time(op, dtype, arch):
         return [], [f"triton part skipped: '{op}' is not in triton_kernels/aot.py OP_MODULES (no aot_specs yet)"]
     compiled, problems = [], []
     for spec in aot.all_specs(dtype, ops=(op,)):
-        for aligned in (False, True) if aot.integer_args(spec) else (False,):
+        for aligned in spec.specializations if aot.integer_args(spec) else (False,):
             try:
                 kernel = aot.compile_spec(spec, arch, aligned=aligned)
             except Exception as exc:  # one kernel failing to compile must not hide the others

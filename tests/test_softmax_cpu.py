@@ -37,17 +37,24 @@ def runnable_plans(rows: int, cols: int, dtype=torch.float32) -> list[str]:
 
 
 class TritonSoftmaxLaunchConfigTest(unittest.TestCase):
-    def test_persistent_streaming_grids_fit_the_register_file(self):
-        """block_online's persistent grid runs per_sm programs on each SM. At their register cap (255 when
-        uncapped) they must fit the SM's registers together, or the grid's last programs run as a second
-        wave after the first (2048x50257 bf16 once launched 333 forward programs where 264 fit)."""
-        for dtype in DTYPES:
-            for cols_p2 in (1 << 16, 1 << 20):
-                for direction, aligned in (("fwd", True), ("fwd", False), ("bwd", True), ("bwd", False)):
-                    config = triton_softmax.launch_config("block_online", dtype, cols_p2, direction, aligned)
-                    with self.subTest(dtype=dtype, cols_p2=cols_p2, direction=direction, aligned=aligned):
-                        registers = config.per_sm * 32 * config.num_warps * (config.maxnreg or 255)
-                        self.assertLessEqual(registers, triton_softmax.REGISTERS_PER_SM, config)
+    def test_persistent_streaming_grids_fit_an_sm(self):
+        """The streaming plans' persistent grids run per_sm programs on each SM. At their register cap (255 when
+        uncapped) and with their pipeline's shared memory they must fit one SM together: block_online's last
+        programs would otherwise run as a second wave after the first (2048x50257 bf16 once launched 333
+        forward programs where 264 fit), and split_row's exchange waits for programs that never start."""
+        shared_per_sm = 228 * 1024  # Hopper; each resident block also takes 1 KiB of it for the system
+        for plan in ("block_online", "split_row"):
+            for dtype in DTYPES:
+                for cols_p2 in (1 << 16, 1 << 20):
+                    for direction, aligned in (("fwd", True), ("fwd", False), ("bwd", True), ("bwd", False)):
+                        config = triton_softmax.launch_config(plan, dtype, cols_p2, direction, aligned)
+                        with self.subTest(plan=plan, dtype=dtype, cols_p2=cols_p2, direction=direction,
+                                          aligned=aligned):
+                            registers = config.per_sm * 32 * config.num_warps * (config.maxnreg or 255)
+                            self.assertLessEqual(registers, triton_softmax.REGISTERS_PER_SM, config)
+                            # the pipelined backward buffers `stages` tiles of y and dy
+                            shared = (config.stages or 0) * config.block_n * dtype.itemsize * 2
+                            self.assertLessEqual(config.per_sm * (shared + 1024), shared_per_sm, config)
 
 
 @needs_interpreter

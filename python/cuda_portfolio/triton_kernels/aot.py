@@ -22,6 +22,9 @@ class AotSpec(NamedTuple):
     signature: dict
     constexprs: dict
     options: dict = {}  # launch options the kernel really runs with: num_warps, num_stages
+    # the integer specializations this configuration launches in (compile_spec's `aligned`): both, or only one
+    # when the launch picks the configuration by alignment (softmax's pipelined backward: aligned rows only)
+    specializations: tuple = (False, True)
 
 
 def parse_arch(arch: str) -> tuple[int, int]:

@@ -86,6 +86,12 @@ REGISTERS_PER_SM = 65536
 # block_online's programs are told so (LaunchConfig.maxnreg): left alone, ptxas fits a 16-warp program in
 # 64 registers (two per SM) and spills 4-8 bytes (16-bit forward with unaligned rows, backward with aligned).
 STREAM_PROGRAMS_PER_SM = 1
+# split_row's pipelined backward runs two per SM (maxnreg 128 at 8 warps, 64 at 16; ptxas fits both without
+# spilling in the aligned specialization, the only one it launches in). Measured on the H200 (session 14):
+# fp32 1024x131072 / 256x262144 / 32x1M / 4x4M 0.67 / 0.65 / 0.62 / 0.52 -> 0.82 / 0.80 / 0.72 / 0.60 of copy,
+# bf16 0.70 / 0.69 / 0.65 / 0.58 -> 0.80 / 0.75 / 0.68 / 0.58. block_online's (grid capped by the L2 budget to
+# ~1 program per SM at these rows) did not move with the same setting.
+SPLIT_ROW_BWD_PROGRAMS_PER_SM = 2
 # Registers per thread the unpipelined streaming programs (forward; backward with unaligned rows) are
 # counted to need: Triton's ptxas (sm_90a, scripts/inspect_kernel.py) gives block_online's forward 60-64
 # (8 and 16 warps) and its unaligned backward 72-78. The persistent grid holds as many programs per SM as
@@ -419,8 +425,8 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         return LaunchConfig(block_n, num_warps, 1, per_sm=per_sm, maxnreg=share)
     operands = 2
     stages = max(2, min(MAX_STAGES, 1 + STREAM_BYTES_AHEAD // (block_n * dtype.itemsize * operands)))
-    return LaunchConfig(block_n, num_warps, 1, stages, STREAM_PROGRAMS_PER_SM,
-                        _register_share(num_warps, STREAM_PROGRAMS_PER_SM), stream_stores=True)
+    per_sm = SPLIT_ROW_BWD_PROGRAMS_PER_SM if plan == "split_row" else STREAM_PROGRAMS_PER_SM
+    return LaunchConfig(block_n, num_warps, 1, stages, per_sm, _register_share(num_warps, per_sm), stream_stores=True)
 
 
 @functools.lru_cache(maxsize=None)
@@ -551,8 +557,9 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
 
 
 def aot_specs(dtype: torch.dtype):
-    """One compiled configuration per kernel (two for block_online backward: aligned and unaligned rows), at the
-    sizes the benchmark shapes use."""
+    """One compiled configuration per kernel and launch form, at the sizes the benchmark shapes use: the streaming
+    backward kernels have two, the pipelined one that aligned rows launch and the plain one for the others, each
+    compiled in the specialization it runs in."""
     from .aot import TRITON_DTYPES, AotSpec
 
     t = TRITON_DTYPES[dtype]
@@ -560,48 +567,48 @@ def aot_specs(dtype: torch.dtype):
     fwd = {"x_ptr": ptr, "y_ptr": ptr, "rows": "i32", "cols": "i32", "x_row_stride": "i64", "y_row_stride": "i64"}
     bwd = {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "rows": "i32", "cols": "i32", "y_row_stride": "i64",
            "dy_row_stride": "i64", "dx_row_stride": "i64"}
+    chunk_args = {"chunks": "i32", "chunk_cols": "i32", "jobs": "i32"}
+    split_fwd = {"x_ptr": ptr, "y_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "counters_ptr": "*i32",
+                 "cols": "i32", "x_row_stride": "i64", "y_row_stride": "i64", **chunk_args}
+    split_bwd = {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "counters_ptr": "*i32", "cols": "i32",
+                 "y_row_stride": "i64", "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args}
     warp = launch_config("warp_per_row", dtype, 256)
     block = launch_config("block_per_row", dtype, BLOCK_PER_ROW_MAX_COLS)
     stream = launch_config("block_online", dtype, 1 << 20)
-    stream_bwd = launch_config("block_online", dtype, 1 << 20, "bwd")
-    stream_bwd_unaligned = launch_config("block_online", dtype, 1 << 20, "bwd", aligned=False)
     split = launch_config("split_row", dtype, 1 << 20)
-    split_bwd = launch_config("split_row", dtype, 1 << 20, "bwd")
-    chunk_args = {"chunks": "i32", "chunk_cols": "i32", "jobs": "i32"}
+    both, aligned_only, unaligned_only = (False, True), (True,), (False,)
 
     def without_rows(signature):  # block_per_row backward: one program per row, the grid is the row count
         return {k: v for k, v in signature.items() if k != "rows"}
 
-    specs = []
-    for name, fn, sig, consts, config in (
+    entries = [
         ("softmax_fwd_warp_per_row_kernel", softmax_fwd_warp_per_row_kernel, fwd,
-         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp),
+         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp, both),
         ("softmax_bwd_warp_per_row_kernel", softmax_bwd_warp_per_row_kernel, bwd,
-         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp),
+         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp, both),
         ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
-         {"BLOCK_N": block.block_n, "PREFETCH": block.prefetch}, block),
+         {"BLOCK_N": block.block_n, "PREFETCH": block.prefetch}, block, both),
         ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, without_rows(bwd),
-         {"BLOCK_N": block.block_n}, block),
-        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
-         {"BLOCK_N": stream.block_n}, stream),
-        ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd,
-         {"BLOCK_N": stream_bwd.block_n, "STAGES": stream_bwd.stages, "STREAM_STORES": True}, stream_bwd),
-        ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd,
-         {"BLOCK_N": stream_bwd_unaligned.block_n, "STAGES": stream_bwd_unaligned.stages, "STREAM_STORES": False},
-         stream_bwd_unaligned),
-        ("softmax_fwd_split_row_kernel", softmax_fwd_split_row_kernel,
-         {"x_ptr": ptr, "y_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "counters_ptr": "*i32", "cols": "i32",
-          "x_row_stride": "i64", "y_row_stride": "i64", **chunk_args}, {"BLOCK_N": split.block_n, "CHUNKS_P2": 256},
-         split),
-        ("softmax_bwd_split_row_kernel", softmax_bwd_split_row_kernel,
-         {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "counters_ptr": "*i32", "cols": "i32",
-          "y_row_stride": "i64", "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args},
-         {"BLOCK_N": split_bwd.block_n, "STAGES": split_bwd.stages, "CHUNKS_P2": 256, "STREAM_STORES": True},
-         split_bwd),
+         {"BLOCK_N": block.block_n}, block, both),
+        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd, {"BLOCK_N": stream.block_n}, stream,
+         both),
+        ("softmax_fwd_split_row_kernel", softmax_fwd_split_row_kernel, split_fwd,
+         {"BLOCK_N": split.block_n, "CHUNKS_P2": 256}, split, both),
+    ]
+    for name, fn, sig, plan, extra in (
+        ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd, "block_online", {}),
+        ("softmax_bwd_split_row_kernel", softmax_bwd_split_row_kernel, split_bwd, "split_row", {"CHUNKS_P2": 256}),
     ):
+        for aligned, specializations in ((True, aligned_only), (False, unaligned_only)):
+            config = launch_config(plan, dtype, 1 << 20, "bwd", aligned)
+            consts = {"BLOCK_N": config.block_n, "STAGES": config.stages, **extra, "STREAM_STORES": config.stream_stores}
+            entries.append((name, fn, sig, consts, config, specializations))
+
+    specs = []
+    for name, fn, sig, consts, config, specializations in entries:
         signature = dict(sig, **{k: "constexpr" for k in consts})
         options = {"num_warps": config.num_warps}
         if config.maxnreg is not None:  # the launch passes it too (block_online, split_row)
             options["maxnreg"] = config.maxnreg
-        specs.append(AotSpec(name, fn, signature, consts, options))
+        specs.append(AotSpec(name, fn, signature, consts, options, specializations))
     return specs
