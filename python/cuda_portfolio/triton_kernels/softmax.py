@@ -37,10 +37,11 @@ y.dy dot) is software-pipelined with tl.range(num_stages=STAGES): Triton 3.6 tur
 cp.async copies to shared memory issued STAGES - 1 tiles ahead, 64 KiB per program
 (STREAM_BYTES_AHEAD). Those loads lose their L2 eviction hint (Triton drops it on cp.async). The second
 pass keeps plain loads with evict_first and stores with .cs (streaming: the output does not push the
-rows still waiting for their second read out of L2). The backward's persistent grid counts one streaming
-program per SM (STREAM_PROGRAMS_PER_SM), the unpipelined ones (forward, unaligned backward) as many as their registers
-allow (PLAIN_STREAM_REGISTERS), and both plans tell ptxas so (maxnreg). Measured at e7fb008 (this scheme in
-both directions, with a one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x,
+rows still waiting for their second read out of L2). The backward's persistent grid counts one pipelined
+program per SM for block_online (STREAM_PROGRAMS_PER_SM) and two for split_row (SPLIT_ROW_BWD_PROGRAMS_PER_SM),
+the unpipelined ones (forward, unaligned backward) as many as their registers allow (PLAIN_STREAM_REGISTERS),
+and both plans tell ptxas so (maxnreg). Measured at e7fb008 (this scheme in both directions, with a
+one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x,
 so the forward keeps plain loads and several programs per SM (launch_config). So do backward rows outside
 Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
 slower (fb4210d), and 16-bit ones cannot use async copies at all; their stores, scalar, are not .cs either.
