@@ -65,8 +65,12 @@ TILED_CONFIGS = (
 # The 64x128 and 128x64 tiles (deep rings, 4 warps) give one wave of tiles at M = 128 or at
 # 1024x1024: 0.96 / 0.85 of cuBLAS at 128x8192x8192 / 1024x1024x16384 where the 128x128 tiles reach
 # 0.73 / 0.59 (results/h200/experiments/triton-matmul-configs-e7a4213.json).
+# The big tile's group-4 twin (a different tile order, the same kernel): at 4000x3000x2000 it ran 0.985 /
+# 1.003 of cuBLAS (bf16 / fp16) against group 8's 0.935 / 0.956 in one process; why the order matters
+# there is not measured yet (results/h200/experiments/matmul-7212402-group4.json, docs/perf-log.md).
 PERSISTENT_CONFIGS = (
     TileConfig(128, 256, 128, 8, 8, 3),
+    TileConfig(128, 256, 128, 4, 8, 3),
     TileConfig(128, 128, 128, 8, 8, 4),
     TileConfig(128, 128, 128, 8, 4, 4),
     TileConfig(64, 128, 128, 8, 4, 6),
