@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from cuda_portfolio.bench import cli, env, shapes
-from cuda_portfolio.bench import compare
+from cuda_portfolio.bench import compare, targets
 from cuda_portfolio.bench.case import CONTROL, OURS, PEER, Case, Provider, relative_error
 from cuda_portfolio.bench.report import render_table
 from cuda_portfolio.bench.runner import run_case, time_ratio
@@ -398,6 +398,62 @@ class CompareTest(unittest.TestCase):
             with open(bad, "w") as f:
                 json.dump({"schema": "something else"}, f)
             r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench.compare", str(FIXTURE), bad],
+                               capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("is not a benchmark results file", r.stderr)
+
+
+class TargetsTest(unittest.TestCase):
+    """bench.targets: each record of ours gets the issues' bar for its op, direction, size and shape."""
+
+    def verdict(self, found, op, direction, dtype, shape, provider, measure):
+        return next(v for v in found if (v.record["op"], v.record["direction"], v.record["dtype"], v.record["shape"],
+                                         v.record["provider"], v.measure) == (op, direction, dtype, shape, provider,
+                                                                               measure))
+
+    def test_bars_by_bytes_moved_shape_and_direction(self):
+        found = targets.verdicts(load_fixture())
+
+        def fwd(dtype, shape, provider="cuda"):
+            return self.verdict(found, "softmax", "fwd", dtype, shape, provider, "x copy")
+
+        self.assertEqual(fwd("float32", [2048, 50257]).bar, 0.90)                  # moves 785 MiB
+        self.assertTrue(fwd("float32", [2048, 50257]).met)                         # 0.935
+        self.assertFalse(fwd("float32", [2048, 50257], "triton").met)              # 0.899
+        self.assertEqual(fwd("bfloat16", [65536, 256]).bar, 0.80)                  # moves 64 MiB
+        self.assertEqual(fwd("float32", [32, 1 << 20]).bar, 0.90)                  # 256 MiB: the higher of 0.90, 0.85
+        self.assertEqual(fwd("bfloat16", [32, 1 << 20]).bar, 0.85)                 # 128 MiB: the higher of 0.80, 0.85
+        bwd = self.verdict(found, "softmax", "bwd", "bfloat16", [65536, 256], "triton", "x copy")
+        self.assertEqual(bwd.bar, 0.85)
+        self.assertFalse([v for v in found if v.record["provider"] not in ("cuda", "triton")])
+        self.assertFalse([v for v in found if v.record["status"] != "ok"])
+
+    def test_gemm_bars_and_liger_only_where_liger_ran(self):
+        doc = load_fixture()
+        mine = next(r for r in doc["records"] if r["op"] == "softmax" and r["provider"] == "triton")
+        mine["ratio_to_peers"]["liger"] = 0.97
+        found = targets.verdicts(doc)
+        self.assertEqual([(v.value, v.bar, v.met) for v in found if v.measure == "x Liger"], [(0.97, 1.0, False)])
+        cube = self.verdict(found, "matmul", "fwd", "bfloat16", [4096, 4096, 4096], "cuda", "x cuBLAS")
+        self.assertEqual((cube.bar, cube.met), (1.00, False))                       # wgmma_tma at 0.952
+        odd = self.verdict(found, "matmul", "fwd", "bfloat16", [4000, 3000, 2000], "cuda", "x cuBLAS")
+        self.assertEqual((odd.bar, odd.met), (0.90, True))
+        self.assertEqual(self.verdict(found, "matmul", "fwd", "bfloat16", [4000, 3000, 2000], "triton",
+                                      "x cuBLAS").bar, 0.90)
+        lines = targets.render(doc, "fixture", only_not_met=True)
+        self.assertFalse([line for line in lines if line.startswith("  met ")])
+        self.assertRegex(lines[-1], r"^  \d+ met, \d+ not met, of \d+ cells with a target$")
+
+    def test_command_line(self):
+        r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench.targets", str(FIXTURE), "--not-met"],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("NOT MET  matmul bfloat16 4096x4096x4096", r.stdout)
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "bad.json")
+            with open(bad, "w") as f:
+                json.dump({"schema": "something else"}, f)
+            r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench.targets", bad],
                                capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 2)
         self.assertIn("is not a benchmark results file", r.stderr)
