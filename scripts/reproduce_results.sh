@@ -3,7 +3,8 @@
 #   bash scripts/reproduce_results.sh OUT_DIR [bench] [sanitizer] [ncu]      (default: all three)
 # bench:     the reference benchmarks (results/README.md): softmax full preset, fp32+bf16, fwd+bwd,
 #            the plan each backend picks; GEMM full preset, bf16+fp16, the kernel each backend
-#            picks; the GEMM ladder (every kernel version, fp32 and bf16) at 4096^3. JSON + PNG each.
+#            picks; the GEMM ladder (every kernel version, fp32 and bf16) at 4096^3. JSON + PNG each;
+#            then every cell of the three against the issues' bars (bench.targets).
 # sanitizer: compute-sanitizer memcheck over the executable, the GPU test tier and the smoke run of
 #            every variant (allocator cache off), racecheck/initcheck/synccheck over the smoke run,
 #            and both negative controls (which must report an invalid global write). The steps are
@@ -45,6 +46,8 @@ for group in "${groups[@]}"; do
       step bench-matmul-ladder "^results: |A/A control" $PY -m cuda_portfolio.bench --op matmul \
         --shapes 4096x4096x4096 --dtype fp32,bf16 --plans all --json "$OUT_DIR/matmul-ladder.json" \
         --plot "$OUT_DIR/matmul-ladder.png"
+      step targets "cells with a target" $PY -m cuda_portfolio.bench.targets "$OUT_DIR/softmax.json" \
+        "$OUT_DIR/matmul.json" "$OUT_DIR/matmul-ladder.json"
       ;;
     sanitizer)
       # With the allocator cache on, a stray write can land in another tensor unseen; Triton GEMM
