@@ -90,8 +90,8 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
     def test_split_row_geometry_on_a_gpu(self):
         """split_row's exchange waits for every chunk of a row, so a row never has more chunks than the grid
         has programs; chunks are whole tiles and cover the row; all programs' chunks fit the L2 budget
-        unless the row is too long for that within one chunk per program. (Off the GPU a row is one chunk: the interpreter
-        runs programs one after another, and a wait for another program would never end.)"""
+        unless the row is too long for that within one chunk per program. (Off the GPU a row is one chunk: the
+        interpreter runs programs one after another, and a wait for another program would never end.)"""
         gpu = torch.device("cuda", 0)
         with mock.patch.object(triton_softmax, "_sm_count", lambda device: 132):
             for dtype in DTYPES:
