@@ -1,4 +1,13 @@
-"""GPU tier: cp.matmul in both backends, every kernel, every dtype it supports (imported by tests/test_gpu.py)."""
+"""GPU tier: cp.matmul in both backends, every kernel, every dtype it supports (imported by tests/test_gpu.py).
+
+The Triton autotuner compiles and times every tile of its space once per problem class, and this file makes
+dozens of classes (shapes x dtypes x layouts x kernels), so the tests run untimed (CUDA_PORTFOLIO_NO_TUNING=1:
+each class takes the first tile that fits). Every tile of both spaces still runs, pinned, in the every-config
+tests, and test_autotuner_picks_run_correctly runs the timed tuner itself.
+"""
+import os
+from unittest import mock
+
 import torch
 
 import cuda_portfolio as cp
@@ -20,11 +29,23 @@ def backend_module(backend):
     return module
 
 
+def clear_triton_tuning():
+    """Forget the Triton tuner's picks, so none made untimed here outlives the test that made it."""
+    tm = backend_module("triton")
+    tm._TUNED.clear()
+    tm._CHOSEN.clear()
+
+
 class MatmulGpuTest(GpuTestCase):
     def setUp(self):
         super().setUp()
         self.allow_tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
+        untuned = mock.patch.dict(os.environ, {"CUDA_PORTFOLIO_NO_TUNING": "1"})
+        untuned.start()
+        self.addCleanup(untuned.stop)
+        clear_triton_tuning()
+        self.addCleanup(clear_triton_tuning)
 
     def tearDown(self):
         torch.backends.cuda.matmul.allow_tf32 = self.allow_tf32
@@ -60,6 +81,15 @@ class MatmulGpuTest(GpuTestCase):
             return torch.randn(cols, rows, device="cuda").to(dtype).t()
         return torch.randn(rows, cols, device="cuda").to(dtype)
 
+    def run_checked(self, launch, a, b, tol, what):
+        """launch(out) into a NaN-poisoned output, checked against float64 torch; the inputs must be unchanged."""
+        before_a, before_b = a.clone(), b.clone()
+        out = poisoned_like(torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device="cuda"))
+        launch(out)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(a, before_a) and torch.equal(b, before_b), f"{what}: input modified")
+        self.assertClose(out, a.double() @ b.double(), tol, what)
+
     def check_kernel_on(self, backend, kernel, a, b, allow_tf32, tol, what):
         """Run one backend kernel on a NaN-poisoned output; a refusal must be a ValueError."""
         module = backend_module(backend)
@@ -67,12 +97,18 @@ class MatmulGpuTest(GpuTestCase):
             module.check_kernel(kernel, a, b, allow_tf32)
         except ValueError:
             return False
-        before_a, before_b = a.clone(), b.clone()
-        out = poisoned_like(torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device="cuda"))
-        module.matmul(a, b, out, kernel, allow_tf32)
-        torch.cuda.synchronize()
-        self.assertTrue(torch.equal(a, before_a) and torch.equal(b, before_b), f"{what}: input modified")
-        self.assertClose(out, a.double() @ b.double(), tol, what)
+        self.run_checked(lambda out: module.matmul(a, b, out, kernel, allow_tf32), a, b, tol, what)
+        return True
+
+    def pinned_tile_ran(self, launch, a, b, what):
+        """run_checked with one tile pinned; False when the tile does not fit the GPU (OutOfResources), as the
+        autotuner skips it too."""
+        import triton
+
+        try:
+            self.run_checked(launch, a, b, TOLERANCE[a.dtype], what)
+        except triton.runtime.errors.OutOfResources:
+            return False
         return True
 
     def test_every_backend_kernel_dtype_shape(self):
@@ -119,8 +155,6 @@ class MatmulGpuTest(GpuTestCase):
         (M, N not tile multiples) with both B layouts, every dtype; outputs poisoned, inputs unchanged.
         A tile that does not fit (128x256 fp32 exceeds shared memory) is one the autotuner skips too,
         but every dtype must run at least one tile."""
-        import triton
-
         tm = backend_module("triton")
         for dtype in DTYPES:
             ran = 0
@@ -130,17 +164,45 @@ class MatmulGpuTest(GpuTestCase):
                     what = f"persistent_tma {tm.config_text(config, dtype)} {dtype} b_cm={b_cm}"
                     with self.subTest(what):
                         tm.check_kernel("persistent_tma", a, b, False)
-                        before_a, before_b = a.clone(), b.clone()
-                        out = poisoned_like(torch.empty(300, 264, dtype=dtype, device="cuda"))
-                        try:
-                            tm.launch_persistent_tma(a, b, out, config, False)
-                        except triton.runtime.errors.OutOfResources:
-                            continue
-                        torch.cuda.synchronize()
-                        ran += 1
-                        self.assertTrue(torch.equal(a, before_a) and torch.equal(b, before_b), f"{what}: input modified")
-                        self.assertClose(out, a.double() @ b.double(), TOLERANCE[dtype], what)
+                        ran += self.pinned_tile_ran(
+                            lambda out: tm.launch_persistent_tma(a, b, out, config, False), a, b, what)
             self.assertGreater(ran, 0, f"no persistent_tma tile fits for {dtype}")
+
+    def test_tiled_every_config(self):
+        """Each tile of the tiled kernel's space, pinned, at its own split of K and unsplit, on clipped edges
+        (M, N not tile multiples, K not a multiple of BLOCK_K), every dtype; outputs poisoned, inputs unchanged."""
+        tm = backend_module("triton")
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        m, n, k = 300, 264, 2100
+        for dtype in DTYPES:
+            ran = 0
+            for config in tm.TILED_CONFIGS:
+                for split in dict.fromkeys((tm.split_k_for(config, m, n, k, dtype, sms), 1)):
+                    a, b = self.operand(m, k, dtype), self.operand(k, n, dtype)
+                    what = f"tiled {tm.config_text(config, dtype, split)} {dtype}"
+                    with self.subTest(what):
+                        ran += self.pinned_tile_ran(
+                            lambda out: tm.launch_tiled(a, b, out, config, split, False), a, b, what)
+            self.assertGreater(ran, 0, f"no tiled tile fits for {dtype}")
+
+    def test_autotuner_picks_run_correctly(self):
+        """The timed tuner (the rest of this file runs untimed): kernel="auto" on a TMA-aligned bf16 problem times
+        both kernels at their tuned tiles, and an fp32 problem with odd strides tunes the tiled kernel alone;
+        each pick is a tile of its space and computes the right result."""
+        tm = backend_module("triton")
+        with mock.patch.dict(os.environ):
+            os.environ.pop("CUDA_PORTFOLIO_NO_TUNING", None)
+            for (m, n, k), dtype in (((2048, 1536, 4096), torch.bfloat16), ((1000, 999, 77), torch.float32)):
+                what = f"auto {m}x{n}x{k} {dtype}"
+                with self.subTest(what):
+                    a, b = self.operand(m, k, dtype), self.operand(k, n, dtype)
+                    kernel = tm.choose_kernel(a, b, False)
+                    self.run_checked(lambda out: tm.matmul(a, b, out, kernel, False), a, b, TOLERANCE[dtype], what)
+                    space = tm.TILED_CONFIGS if kernel == "tiled" else tm.PERSISTENT_CONFIGS
+                    splits = [tm.split_k_for(c, m, n, k, dtype, tm._num_sms(a)) if kernel == "tiled" else None
+                              for c in space]
+                    self.assertIn(tm.kernel_config(a, b, kernel, False),
+                                  [tm.config_text(c, dtype, split) for c, split in zip(space, splits)], what)
 
     def test_split_k_shape(self):
         # Few output tiles, long K: the tiled kernel splits K here.
