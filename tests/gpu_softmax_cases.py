@@ -1,7 +1,15 @@
-"""GPU tier: softmax in both backends, every plan, against float64 torch (imported by tests/test_gpu.py)."""
+"""GPU tier: softmax in both backends, every plan, against float64 torch (imported by tests/test_gpu.py).
+
+The Triton plans that tune their warps (triton_kernels/softmax.py, "Run-time tuning") would time two
+configurations in every bucket this file makes, so the tests run untimed (CUDA_PORTFOLIO_NO_TUNING=1: the table's
+configuration); both candidates are compiled for sm_90a in the CPU tier (aot_specs), and
+test_triton_tuned_warps_run_correctly runs the timed tuning itself.
+"""
 import os
+from unittest import mock
 
 import torch
+import triton
 
 import cuda_portfolio as cp
 from cuda_portfolio.softmax import _backend_module
@@ -18,7 +26,38 @@ if not set(SWEEP_BACKENDS) <= {"cuda", "triton"}:
     raise ValueError(f"CUDA_PORTFOLIO_TEST_BACKENDS={','.join(SWEEP_BACKENDS)}: use cuda, triton or both")
 
 
+def clear_triton_tuning():
+    """Forget the Triton softmax's tuned picks, so none made here outlives the test that made it."""
+    _backend_module("triton")._TUNED.clear()
+
+
 class SoftmaxGpuTest(GpuTestCase):
+    def setUp(self):
+        super().setUp()
+        untuned = mock.patch.dict(os.environ, {"CUDA_PORTFOLIO_NO_TUNING": "1"})
+        untuned.start()
+        self.addCleanup(untuned.stop)
+        clear_triton_tuning()
+        self.addCleanup(clear_triton_tuning)
+
+    def test_triton_tuned_warps_run_correctly(self):
+        """Timed tuning of the register-resident plans: the first call of a bucket picks one of its candidates,
+        the result is right, a second call in the bucket keeps the pick, and the benchmark's text says tuned."""
+        module = _backend_module("triton")
+        with mock.patch.dict(os.environ):
+            os.environ.pop("CUDA_PORTFOLIO_NO_TUNING", None)
+            for plan, rows, cols in (("warp_per_row", 4097, 1000), ("block_per_row", 37, 5000)):
+                for dtype in (torch.float32, torch.bfloat16):
+                    with self.subTest(plan=plan, dtype=dtype):
+                        self.check_direct(module, plan, rows, cols, dtype)
+                        for direction in ("fwd", "bwd"):
+                            x = torch.empty(rows, cols, device="cuda", dtype=dtype)
+                            picked = module._TUNED[module._bucket(plan, x, direction, False)]
+                            self.assertIn(picked, module.candidate_configs(plan, dtype, triton.next_power_of_2(cols),
+                                                                           direction, False))
+                            self.assertTrue(module.kernel_config(x, plan, direction, False).endswith(", tuned"))
+                        self.check_direct(module, plan, rows, cols, dtype)  # the picks, again
+
     def runnable(self, backend, rows, cols, dtype):
         module = _backend_module(backend)
         for plan in module.plans():

@@ -110,6 +110,8 @@ class TritonMatmulKernelTest(unittest.TestCase):
         and one slow launch does not flip the pick)."""
         import triton
 
+        from cuda_portfolio.triton_kernels import tuning
+
         tm = self.tm
         configs = tm.TILED_CONFIGS[:3]
         too_big = triton.runtime.errors.OutOfResources(300000, 232448, "shared memory")
@@ -123,7 +125,7 @@ class TritonMatmulKernelTest(unittest.TestCase):
             runs[run] = config
             return run
 
-        self.assertIs(tm._first_that_fits(configs, launcher), configs[1])
+        self.assertIs(tuning.first_that_fits(configs, launcher, "tile"), configs[1])
         self.assertEqual(launched, [configs[0], configs[1]])
         # Per round: configs[1] is faster in one round only, configs[2] has one slow launch.
         rounds = {configs[1]: [[2.0, 2.0], [2.0, 2.0], [0.5, 0.5]], configs[2]: [[1.0, 1.0], [1.0, 9.0], [1.0, 1.0]]}
@@ -134,10 +136,10 @@ class TritonMatmulKernelTest(unittest.TestCase):
             timed.append(config)
             return rounds[config][sum(c is config for c in timed) - 1]
 
-        with unittest.mock.patch.object(tm, "_cold_launch_ms", cold_launch_ms), \
-                unittest.mock.patch.object(tm, "_l2_flush_buffer", lambda device: None):
-            self.assertIs(tm._fastest(configs, launcher, "cuda:0"), configs[2])
-        self.assertEqual(timed, [configs[1], configs[2]] * tm.TUNE_ROUNDS)
+        with unittest.mock.patch.object(tuning, "cold_launch_ms", cold_launch_ms), \
+                unittest.mock.patch.object(tuning, "l2_flush_buffer", lambda device: None):
+            self.assertIs(tuning.fastest(configs, launcher, "cuda:0", "tile"), configs[2])
+        self.assertEqual(timed, [configs[1], configs[2]] * tuning.TUNE_ROUNDS)
 
     def test_kernel_config_names_the_pick_of_the_problem_class(self):
         """What the benchmark records: None until the class is tuned (and under the interpreter,

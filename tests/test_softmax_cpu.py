@@ -58,6 +58,76 @@ class TritonSoftmaxLaunchConfigTest(unittest.TestCase):
 
 
 @needs_interpreter
+class TritonSoftmaxTuningTest(unittest.TestCase):
+    """Bounded run-time tuning: the register-resident plans time their table's warps and twice them once per
+    bucket; everything else, and every call that cannot time, launches the table's configuration."""
+
+    def gpu_tensor(self, rows, cols, dtype=torch.float32):
+        """A stand-in for a CUDA tensor (what _config_for reads of it), so the tuning path runs without a GPU."""
+        return mock.Mock(is_cuda=True, dtype=dtype, shape=(rows, cols), device=torch.device("cuda", 0))
+
+    def test_candidates(self):
+        table = triton_softmax.launch_config("block_per_row", torch.float32, 8192, "bwd")
+        self.assertEqual(triton_softmax.candidate_configs("block_per_row", torch.float32, 8192, "bwd", True),
+                         (table, table._replace(num_warps=2 * table.num_warps)))
+        warp = triton_softmax.launch_config("warp_per_row", torch.bfloat16, 512)
+        self.assertEqual([c.num_warps for c in triton_softmax.candidate_configs("warp_per_row", torch.bfloat16, 512,
+                                                                                "fwd", True)],
+                         [warp.num_warps, 2 * warp.num_warps])
+        # Already at 32 warps, the prefetching persistent form, the streaming plans: the table's only.
+        for plan, dtype, cols_p2, direction in (("block_per_row", torch.float32, 32768, "bwd"),
+                                                ("block_per_row", torch.bfloat16, 32768, "fwd"),
+                                                ("block_online", torch.float32, 1 << 17, "bwd"),
+                                                ("split_row", torch.bfloat16, 1 << 20, "fwd")):
+            with self.subTest(plan=plan, dtype=dtype, cols_p2=cols_p2, direction=direction):
+                self.assertEqual(triton_softmax.candidate_configs(plan, dtype, cols_p2, direction, True),
+                                 (triton_softmax.launch_config(plan, dtype, cols_p2, direction, True),))
+
+    def test_first_call_of_a_bucket_times_the_candidates_once(self):
+        timed = []
+
+        def fastest(configs, launcher, device, what):
+            timed.append(configs)
+            return configs[-1]
+
+        t = self.gpu_tensor(64, 5000)
+        table, wider = triton_softmax.candidate_configs("block_per_row", torch.float32, 8192, "bwd", True)
+        with mock.patch.object(triton_softmax, "fastest", fastest), \
+                mock.patch.dict(triton_softmax._TUNED, clear=True), \
+                mock.patch.object(torch.cuda, "is_current_stream_capturing", lambda: False):
+            self.assertIn("table", triton_softmax.kernel_config(t, "block_per_row", "bwd", True))
+            for _ in range(2):  # the same bucket: timed once
+                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", True, None), wider)
+            self.assertEqual(timed, [(table, wider)])
+            self.assertEqual(triton_softmax.kernel_config(t, "block_per_row", "bwd", True),
+                             f"{wider.num_warps} warps, 8192-column tiles, tuned")
+            # Another shape in the same power-of-two buckets shares the pick; another row bucket or direction is its
+            # own bucket.
+            self.assertEqual(triton_softmax._config_for("block_per_row", self.gpu_tensor(60, 8000), "bwd", True, None),
+                             wider)
+            self.assertEqual(len(timed), 1)
+            triton_softmax._config_for("block_per_row", self.gpu_tensor(3, 5000), "bwd", True, None)
+            triton_softmax._config_for("block_per_row", t, "fwd", True, None)
+            self.assertEqual(len(timed), 3)
+
+    def test_no_timing_under_capture_off_the_gpu_or_when_turned_off(self):
+        t = self.gpu_tensor(64, 5000)
+        table, wider = triton_softmax.candidate_configs("block_per_row", torch.float32, 8192, "bwd", True)
+        refuse = mock.Mock(side_effect=AssertionError("timed"))
+        with mock.patch.object(triton_softmax, "fastest", refuse), mock.patch.dict(triton_softmax._TUNED, clear=True):
+            with mock.patch.object(torch.cuda, "is_current_stream_capturing", lambda: True):
+                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", True, None), table)
+                # A bucket tuned before the capture keeps its pick inside it.
+                triton_softmax._TUNED[triton_softmax._bucket("block_per_row", t, "bwd", True)] = wider
+                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", True, None), wider)
+            triton_softmax._TUNED.clear()
+            with mock.patch.dict("os.environ", {"CUDA_PORTFOLIO_NO_TUNING": "1"}):
+                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", True, None), table)
+            cpu = torch.empty(64, 5000)
+            self.assertEqual(triton_softmax._config_for("block_per_row", cpu, "bwd", True, None), table)
+            self.assertFalse(triton_softmax._TUNED)
+
+
 class TritonSoftmaxPlanTest(unittest.TestCase):
     """Each plan's forward/backward called directly on NaN-filled outputs (every element written)."""
 

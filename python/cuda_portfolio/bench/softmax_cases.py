@@ -46,7 +46,8 @@ def make_softmax_case(shape, dtype: torch.dtype, direction: str, backends, all_p
             backend, BACKEND_MODULES[backend], all_plans, list_names=lambda m: m.plans(),
             choose=lambda m: m.choose_plan(rows, cols, dtype, dev, direction),
             check=lambda m, plan: m.check_plan(plan, rows, cols, dtype, dev),
-            bind=lambda m, plan: _bind_ours(m, direction, plan))
+            bind=lambda m, plan: _bind_ours(m, direction, plan),
+            describe=lambda m, plan: _describe_ours(m, direction, plan))
     if peers:
         case.providers += peer_providers(direction)
     return case
@@ -96,6 +97,18 @@ def _bind_ours(module, direction, plan):
             return dx
         return backward
     return bind
+
+
+def _describe_ours(module, direction, plan):
+    """What the Triton backend launched (warps, tile, tuned or the table's); the CUDA backend names no more than
+    its plan."""
+    if not hasattr(module, "kernel_config"):
+        return None
+
+    def describe(inputs):
+        operands = inputs[:1] if direction == "fwd" else inputs[1:]
+        return module.kernel_config(operands[0], plan, direction, module.rows_aligned(operands, operands[0].shape[1]))
+    return describe
 
 
 def _torch_forward(x):

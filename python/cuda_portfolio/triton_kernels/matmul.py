@@ -25,8 +25,6 @@ address math), so it needs 16-byte aligned bases and leading strides and a unit 
 from __future__ import annotations
 
 import functools
-import os
-import statistics
 from typing import NamedTuple
 
 import torch
@@ -34,6 +32,7 @@ import triton
 import triton.language as tl
 
 from .._backends import triton_interpreting
+from .tuning import fastest, first_that_fits, tuning_off
 
 KERNELS = ("tiled", "persistent_tma")
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -281,14 +280,15 @@ def choose_kernel(a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> str:
     a, b = _with_unit_stride(a), _with_unit_stride(b)
     if not a.is_cuda or _tma_problem(a, b) is not None:
         return "tiled"
-    if os.environ.get("CUDA_PORTFOLIO_NO_TUNING") == "1":
+    if tuning_off():
         big_tile = PERSISTENT_CONFIGS[0]
         tiles = triton.cdiv(a.shape[0], big_tile.block_m) * triton.cdiv(b.shape[1], big_tile.block_n)
         return "persistent_tma" if tiles >= _num_sms(a) else "tiled"
     key = _problem_class("auto", a, b, allow_tf32)
     if key not in _CHOSEN:
         out = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
-        _CHOSEN[key] = _fastest(KERNELS, lambda kernel: _tuned_launch(kernel, a, b, out, allow_tf32), a.device)
+        _CHOSEN[key] = fastest(KERNELS, lambda kernel: _tuned_launch(kernel, a, b, out, allow_tf32), a.device,
+                                  "matmul kernel")
     return _CHOSEN[key]
 
 
@@ -373,7 +373,7 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     """A zero-argument launch of `kernel` at the best config for this problem class.
 
     The class is (kernel, device, dtype, layouts, alignment, tf32, power-of-two buckets of M, N, K);
-    its first call times every config (_fastest: interleaved rounds of cold-L2 launches; it synchronizes)
+    its first call times every config (tuning.fastest: interleaved rounds of cold-L2 launches; it synchronizes)
     and caches the winner. Under the interpreter timing means nothing: the first config that fits is used; the
     same with CUDA_PORTFOLIO_NO_TUNING=1, for runs whose timing means nothing either (under
     compute-sanitizer, where the timing's repeated launches and cache flushes would dominate).
@@ -393,10 +393,10 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
         return launcher(configs[0])
     key = _problem_class(kernel, a, b, allow_tf32)
     if key not in _TUNED:
-        if os.environ.get("CUDA_PORTFOLIO_NO_TUNING") == "1":
-            _TUNED[key] = _first_that_fits(configs, launcher)
+        if tuning_off():
+            _TUNED[key] = first_that_fits(configs, launcher, "matmul tile config")
         else:
-            _TUNED[key] = _fastest(configs, launcher, a.device)
+            _TUNED[key] = fastest(configs, launcher, a.device, "matmul tile config")
     return launcher(_TUNED[key])
 
 
@@ -430,64 +430,6 @@ def config_text(config: TileConfig, dtype: torch.dtype, split_k: int | None = No
 def _with_unit_stride(t: torch.Tensor) -> torch.Tensor:
     """The kernels take either layout; a view with no unit-stride dim needs a copy."""
     return t if operand_layout(t) is not None else t.contiguous()
-
-
-# Tuning timing. Candidates are timed in interleaved rounds, so a clock that drifts during tuning (the
-# benchmark's per-round medians show the H200 shifting ~10% between rounds, cuBLAS included) moves every
-# candidate alike instead of favouring the ones timed first; each launch starts with a cold L2, as the
-# benchmark's rotated inputs do. The L2 is emptied by *reading* a buffer twice its size: triton's do_bench
-# zeroes one, which leaves the L2 full of dirty lines that the timed kernel then pays to write back.
-TUNE_ROUNDS = 3
-TUNE_LAUNCHES_PER_ROUND = 7
-
-
-def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
-    """Twice the L2, allocated for one tuning and then released (its contents are never used)."""
-    l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
-    return torch.empty(max(2 * l2_bytes, 1 << 20) // 4, dtype=torch.int32, device=device)
-
-
-def _cold_launch_ms(launch, flush: torch.Tensor) -> list[float]:
-    """Milliseconds of TUNE_LAUNCHES_PER_ROUND launches of launch(), each after reading `flush` (clears the L2)."""
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(TUNE_LAUNCHES_PER_ROUND)]
-    for start, end in events:
-        flush.sum()
-        start.record()
-        launch()
-        end.record()
-    torch.cuda.synchronize(flush.device)
-    return [start.elapsed_time(end) for start, end in events]
-
-
-def _fastest(configs, launcher, device: torch.device):
-    """The config (or kernel) whose launcher(config)() has the lowest median time, skipping those that do not fit."""
-    launches = {}
-    for config in configs:
-        try:
-            launch = launcher(config)
-            launch()  # compiles it (raises if the tile does not fit) and warms the clocks
-            launches[config] = launch
-        except triton.runtime.errors.OutOfResources:
-            continue  # this tile does not fit the GPU's shared memory or registers
-    if not launches:
-        raise RuntimeError("no matmul tile config fits this GPU's shared memory or registers")
-    samples = {config: [] for config in launches}
-    flush = _l2_flush_buffer(device)
-    for _ in range(TUNE_ROUNDS):
-        for config, launch in launches.items():
-            samples[config] += _cold_launch_ms(launch, flush)
-    return min(samples, key=lambda config: statistics.median(samples[config]))
-
-
-def _first_that_fits(configs, launcher) -> TileConfig:
-    for config in configs:
-        try:
-            launcher(config)()  # compiles and launches it: raises if the tile does not fit
-            return config
-        except triton.runtime.errors.OutOfResources:
-            continue
-    raise RuntimeError("no matmul tile config fits this GPU's shared memory or registers")
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel: str, allow_tf32: bool) -> None:

@@ -55,9 +55,10 @@ their second read.
 
 NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima propagate NaN),
 -inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
-multiplying by the row stride). Launch configurations come from a fixed table keyed by
-(plan, dtype, next_pow2(cols), direction, aligned): nothing is tuned at run time, so a call under CUDA-graph capture
-never benchmarks or re-tunes, and a repeated call never recompiles.
+multiplying by the row stride). Launch configurations come from a table keyed by (plan, dtype, next_pow2(cols),
+direction, aligned) (launch_config); the register-resident plans also time twice the table's warps on the first
+call of each (rows, cols) bucket and keep the faster (candidate_configs, "Run-time tuning" below). A call under
+CUDA-graph capture never times anything, and a repeated call never recompiles.
 """
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ import triton
 import triton.language as tl
 
 from .._backends import triton_interpreting
+from .tuning import fastest, tuning_off
 
 PLANS = ("warp_per_row", "block_per_row", "block_online", "split_row")
 WARP_PER_ROW_MAX_COLS = 1024
@@ -493,11 +495,68 @@ def _split_geometry(rows: int, cols: int, bytes_per_col: int, config: LaunchConf
     return chunks, chunk_cols, max(1, min(programs, rows * chunks))
 
 
+# Run-time tuning, bounded: warp_per_row and block_per_row hold their rows in registers and launch one program
+# per row group, so their warps per program are free. The first call of each (device, plan, dtype, next_pow2(rows),
+# next_pow2(cols), direction, aligned) bucket times the table's count (launch_config) and twice it (half the
+# registers per thread: no new spills) on the caller's tensors (tuning.fastest: interleaved rounds of cold-L2
+# launches) and keeps the faster. Rows are in the key because a few rows cannot fill the GPU: a pick timed on
+# them would say nothing about many. The streaming plans (block_online, split_row) and block_per_row's
+# prefetching form size their persistent grids from the configuration, and split_row's exchange needs every
+# program resident: they keep the table's. Untimed (the table's) off the GPU, under CUDA_PORTFOLIO_NO_TUNING=1, and
+# during CUDA-graph capture, where nothing can be timed (the bucket is not cached then, so the first call outside
+# a capture tunes it).
+TUNED_PLANS = ("warp_per_row", "block_per_row")
+MAX_WARPS = 32
+_TUNED: dict = {}  # bucket -> LaunchConfig
+
+
+def candidate_configs(plan: str, dtype: torch.dtype, cols_p2: int, direction: str, aligned: bool) -> tuple:
+    """The configurations timed for a bucket: the table's first (the untimed choice), then twice its warps."""
+    table = launch_config(plan, dtype, cols_p2, direction, aligned)
+    if plan not in TUNED_PLANS or table.prefetch:
+        return (table,)
+    wider = table._replace(num_warps=min(MAX_WARPS, 2 * table.num_warps))
+    return (table,) if wider == table else (table, wider)
+
+
+def _bucket(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> tuple:
+    rows, cols = t.shape
+    return t.device, plan, t.dtype, triton.next_power_of_2(rows), triton.next_power_of_2(cols), direction, aligned
+
+
+def _config_for(plan: str, t: torch.Tensor, direction: str, aligned: bool, launcher) -> LaunchConfig:
+    """The configuration to launch for `plan` on 2-D t: the bucket's tuned pick, timing the candidates on the first
+    call (launcher(config) -> a zero-argument launch)."""
+    candidates = candidate_configs(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
+    if len(candidates) == 1 or not t.is_cuda or tuning_off() or torch.cuda.is_current_stream_capturing():
+        return _TUNED.get(_bucket(plan, t, direction, aligned), candidates[0])
+    key = _bucket(plan, t, direction, aligned)
+    if key not in _TUNED:
+        _TUNED[key] = fastest(candidates, launcher, t.device, f"softmax {plan} configuration")
+    return _TUNED[key]
+
+
+def kernel_config(t: torch.Tensor, plan: str, direction: str, aligned: bool) -> str:
+    """What runs for `plan` on 2-D t now, as text (the benchmark records it): warps, tile columns, and whether the
+    bucket's warps were tuned."""
+    config = _TUNED.get(_bucket(plan, t, direction, aligned))
+    tuned = config is not None
+    if config is None:
+        config = launch_config(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
+    return f"{config.num_warps} warps, {config.block_n}-column tiles, {'tuned' if tuned else 'table'}"
+
+
 def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
     """y2d = softmax(x2d) over each row, with `plan`."""
     rows, cols = x2d.shape
     check_plan(plan, rows, cols, x2d.dtype, x2d.device)
-    config = launch_config(plan, x2d.dtype, triton.next_power_of_2(cols))
+    config = _config_for(plan, x2d, "fwd", rows_aligned((x2d, y2d), cols),
+                         lambda c: functools.partial(_launch_forward, x2d, y2d, plan, c))
+    _launch_forward(x2d, y2d, plan, config)
+
+
+def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: LaunchConfig) -> None:
+    rows, cols = x2d.shape
     x_stride, y_stride = x2d.stride(0), y2d.stride(0)
     if plan == "warp_per_row":
         softmax_fwd_warp_per_row_kernel[(triton.cdiv(rows, config.rows),)](
@@ -532,8 +591,15 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
     """dx2d = y2d * (dy2d - sum(y2d * dy2d)) over each row, with `plan`."""
     rows, cols = y2d.shape
     check_plan(plan, rows, cols, y2d.dtype, y2d.device)
+    config = _config_for(plan, y2d, "bwd", rows_aligned((y2d, dy2d, dx2d), cols),
+                         lambda c: functools.partial(_launch_backward, y2d, dy2d, dx2d, plan, c))
+    _launch_backward(y2d, dy2d, dx2d, plan, config)
+
+
+def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: str,
+                     config: LaunchConfig) -> None:
+    rows, cols = y2d.shape
     strides = (y2d.stride(0), dy2d.stride(0), dx2d.stride(0))
-    config = launch_config(plan, y2d.dtype, triton.next_power_of_2(cols), "bwd", rows_aligned((y2d, dy2d, dx2d), cols))
     if plan == "warp_per_row":
         softmax_bwd_warp_per_row_kernel[(triton.cdiv(rows, config.rows),)](
             y2d, dy2d, dx2d, rows, cols, *strides, ROWS=config.rows, BLOCK_N=config.block_n,
@@ -558,9 +624,9 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
 
 
 def aot_specs(dtype: torch.dtype):
-    """One compiled configuration per kernel and launch form, at the sizes the benchmark shapes use: the streaming
-    backward kernels have two, the pipelined one that aligned rows launch and the plain one for the others, each
-    compiled in the specialization it runs in."""
+    """The compiled configurations per kernel and launch form, at the sizes the benchmark shapes use: every candidate
+    the tuned plans time, and for the streaming backward kernels two, the pipelined one that aligned rows launch and
+    the plain one for the others, each compiled in the specialization it runs in."""
     from .aot import TRITON_DTYPES, AotSpec
 
     t = TRITON_DTYPES[dtype]
@@ -573,8 +639,6 @@ def aot_specs(dtype: torch.dtype):
                  "cols": "i32", "x_row_stride": "i64", "y_row_stride": "i64", **chunk_args}
     split_bwd = {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "counters_ptr": "*i32", "cols": "i32",
                  "y_row_stride": "i64", "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args}
-    warp = launch_config("warp_per_row", dtype, 256)
-    block = launch_config("block_per_row", dtype, BLOCK_PER_ROW_MAX_COLS)
     stream = launch_config("block_online", dtype, 1 << 20)
     split = launch_config("split_row", dtype, 1 << 20)
     both, aligned_only, unaligned_only = (False, True), (True,), (False,)
@@ -582,15 +646,23 @@ def aot_specs(dtype: torch.dtype):
     def without_rows(signature):  # block_per_row backward: one program per row, the grid is the row count
         return {k: v for k, v in signature.items() if k != "rows"}
 
-    entries = [
-        ("softmax_fwd_warp_per_row_kernel", softmax_fwd_warp_per_row_kernel, fwd,
-         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp, both),
-        ("softmax_bwd_warp_per_row_kernel", softmax_bwd_warp_per_row_kernel, bwd,
-         {"ROWS": warp.rows, "BLOCK_N": warp.block_n}, warp, both),
-        ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
-         {"BLOCK_N": block.block_n, "PREFETCH": block.prefetch}, block, both),
-        ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, without_rows(bwd),
-         {"BLOCK_N": block.block_n}, block, both),
+    entries = []
+    # The tuned plans: every candidate, at a width where the table has room to double its warps (8192 columns)
+    # and at the widest rows (32768).
+    for direction in ("fwd", "bwd"):
+        for config in candidate_configs("warp_per_row", dtype, 256, direction, True):
+            fn = softmax_fwd_warp_per_row_kernel if direction == "fwd" else softmax_bwd_warp_per_row_kernel
+            entries.append((fn.__name__, fn, fwd if direction == "fwd" else bwd,
+                            {"ROWS": config.rows, "BLOCK_N": config.block_n}, config, both))
+        for cols_p2 in (8192, BLOCK_PER_ROW_MAX_COLS):
+            for config in candidate_configs("block_per_row", dtype, cols_p2, direction, True):
+                if direction == "fwd":
+                    entries.append(("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
+                                    {"BLOCK_N": config.block_n, "PREFETCH": config.prefetch}, config, both))
+                else:
+                    entries.append(("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel,
+                                    without_rows(bwd), {"BLOCK_N": config.block_n}, config, both))
+    entries += [
         ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd, {"BLOCK_N": stream.block_n}, stream,
          both),
         ("softmax_fwd_split_row_kernel", softmax_fwd_split_row_kernel, split_fwd,
