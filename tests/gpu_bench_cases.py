@@ -81,6 +81,8 @@ class BenchGpuTest(GpuTestCase):
                     self.assertRegex(r["config"] or "", r"^(128x256|128x128|128x64|256x128)x64, \d+ stages, split-K \d+$")
                 elif r["op"] == "matmul" and r["provider"] == "triton":
                     self.assertRegex(r["config"] or "", r"^\d+x\d+x\d+, \d+ warps, \d+ stages, group \d+")
+                elif r["op"] == "softmax" and r["provider"] == "triton":  # warps, tile, tuned or the table's
+                    self.assertRegex(r["config"] or "", r"^\d+ warps, \d+-column tiles, (tuned|table)$")
                 elif r["op"] == "softmax":
                     self.assertIsNone(r["config"])
         ours_bad = [r for r in doc["records"] if r["kind"] == OURS and r["status"] in ("WRONG", "error")]
