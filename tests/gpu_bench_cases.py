@@ -82,7 +82,7 @@ class BenchGpuTest(GpuTestCase):
                 elif r["op"] == "matmul" and r["provider"] == "triton":
                     self.assertRegex(r["config"] or "", r"^\d+x\d+x\d+, \d+ warps, \d+ stages, group \d+")
                 elif r["op"] == "softmax" and r["provider"] == "triton":  # warps, tile, tuned or the table's
-                    self.assertRegex(r["config"] or "", r"^\d+ warps, \d+-column tiles, (tuned|table)$")
+                    self.assertRegex(r["config"] or "", r"^\d+ warps, \d+-column tiles(, evict_first loads)?, (tuned|table)$")
                 elif r["op"] == "softmax":
                     self.assertIsNone(r["config"])
         ours_bad = [r for r in doc["records"] if r["kind"] == OURS and r["status"] in ("WRONG", "error")]

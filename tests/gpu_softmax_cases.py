@@ -58,6 +58,22 @@ class SoftmaxGpuTest(GpuTestCase):
                             self.assertTrue(module.kernel_config(x, plan, direction, False).endswith(", tuned"))
                         self.check_direct(module, plan, rows, cols, dtype)  # the picks, again
 
+    def test_triton_every_tuning_candidate_runs_correctly(self):
+        """Each configuration the tuner may pick (warps, and the block_per_row forward's load hint), pinned as the
+        bucket's pick one at a time, forward and backward against float64."""
+        module = _backend_module("triton")
+        for plan, rows, cols in (("warp_per_row", 37, 1000), ("block_per_row", 37, 5000), ("block_per_row", 5, 32768)):
+            for dtype in (torch.float32, torch.bfloat16):
+                x = torch.empty(rows, cols, device="cuda", dtype=dtype)
+                aligned = module.rows_aligned((x,), cols)
+                picks = {d: module.candidate_configs(plan, dtype, triton.next_power_of_2(cols), d, aligned)
+                         for d in ("fwd", "bwd")}
+                for i in range(max(map(len, picks.values()))):
+                    pinned = {module._bucket(plan, x, d, aligned): c[min(i, len(c) - 1)] for d, c in picks.items()}
+                    with self.subTest(plan=plan, dtype=dtype, cols=cols, configs=list(pinned.values())), \
+                            mock.patch.dict(module._TUNED, pinned):
+                        self.check_direct(module, plan, rows, cols, dtype)
+
     def runnable(self, backend, rows, cols, dtype):
         module = _backend_module(backend)
         for plan in module.plans():

@@ -100,8 +100,9 @@ class TritonSoftmaxSpillTest(unittest.TestCase):
         r = subprocess.run([sys.executable, "-c", SPILL_SCRIPT], capture_output=True, text=True, env=env, timeout=900)
         self.assertEqual(r.returncode, 0, r.stderr[-4000:])
         results = json.loads(r.stdout)
-        per_dtype = sum(len(spec.specializations) for spec in softmax_aot_specs(torch.float32))
-        self.assertEqual(len(results), 3 * per_dtype)
+        self.assertEqual(len(results), sum(len(spec.specializations) for dtype in (torch.float32, torch.float16,
+                                                                                    torch.bfloat16)
+                                           for spec in softmax_aot_specs(dtype)))
         for item in results:
             with self.subTest(**item):
                 self.assertIsNotNone(item["spill"], "no ptxas -v line")

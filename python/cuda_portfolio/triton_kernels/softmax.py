@@ -241,16 +241,16 @@ def softmax_bwd_warp_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 
 @triton.jit
 def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
-                                     PREFETCH: tl.constexpr):
+                                     PREFETCH: tl.constexpr, LOAD_HINT: tl.constexpr):
     col = tl.arange(0, BLOCK_N)
     mask = col < cols
     first = tl.program_id(0).to(tl.int64)
-    x = tl.load(x_ptr + first * x_row_stride + col, mask=mask, other=float("-inf"), eviction_policy="evict_first")
+    x = tl.load(x_ptr + first * x_row_stride + col, mask=mask, other=float("-inf"), eviction_policy=LOAD_HINT)
     if PREFETCH:  # persistent grid: the next row's loads are in flight while this row is reduced and written
         for row in range(first, rows, tl.num_programs(0)):
             next_row = row + tl.num_programs(0)
             x_next = tl.load(x_ptr + next_row * x_row_stride + col, mask=mask & (next_row < rows),
-                             other=float("-inf"), eviction_policy="evict_first")
+                             other=float("-inf"), eviction_policy=LOAD_HINT)
             tl.store(y_ptr + row * y_row_stride + col, _softmax_tile(x.to(tl.float32)).to(y_ptr.dtype.element_ty),
                      mask=mask)
             x = x_next
@@ -265,8 +265,8 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
     row = tl.program_id(0).to(tl.int64)
     col = tl.arange(0, BLOCK_N)
     mask = col < cols
-    y = tl.load(y_ptr + row * y_row_stride + col, mask=mask, other=0.0, eviction_policy="evict_first")
-    dy = tl.load(dy_ptr + row * dy_row_stride + col, mask=mask, other=0.0, eviction_policy="evict_first")
+    y = tl.load(y_ptr + row * y_row_stride + col, mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + row * dy_row_stride + col, mask=mask, other=0.0)
     dx = _softmax_grad_tile(y.to(tl.float32), dy.to(tl.float32))
     tl.store(dx_ptr + row * dx_row_stride + col, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
@@ -375,6 +375,7 @@ class LaunchConfig(NamedTuple):
     maxnreg: int | None = None  # ptxas register cap per thread (Triton's maxnreg launch option); None: ptxas picks
     stream_stores: bool = False  # backward: evict-first (.cs) output stores (_grad_span_reversed)
     prefetch: bool = False  # block_per_row forward: persistent, one program per SM, next row loaded ahead
+    load_hint: str = ""  # block_per_row forward: the x loads' L2 eviction policy ("" none, or "evict_first")
 
 
 def _register_share(num_warps: int, per_sm: int) -> int | None:
@@ -413,8 +414,13 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         # 16-bit forward rows of 32768: one 32-warp program per SM holds the row (63 registers), so
         # nothing overlaps its reductions and stores; a second row in flight fits in 64 registers
         # without spilling (ptxas, sm_90a; fp32 spills 104 bytes), hence the prefetching persistent form.
+        # Plain loads: evict_first cost 4-12% of copy at 4096^2..4096x32768 (perf log, session 16), except 16-bit
+        # forward rows of 4096 (the tuner times both). The backward stops at 16 warps: without the hint, 32-warp
+        # programs at 32768 columns fell to 0.73-0.96 of copy where 16 warps reach 0.95-1.00.
         prefetch = direction == "fwd" and dtype.itemsize == 2 and cols_p2 == BLOCK_PER_ROW_MAX_COLS
-        return LaunchConfig(cols_p2, min(32, max(4, cols_p2 // 512)), 1, prefetch=prefetch)
+        most_warps = 32 if direction == "fwd" else 16
+        return LaunchConfig(cols_p2, min(most_warps, max(4, cols_p2 // 512)), 1, prefetch=prefetch,
+                            load_hint="evict_first" if prefetch else "")
     # block_online and split_row stream tiles; 16-bit inputs take twice the columns per tile.
     block_n = min(cols_p2, 8192 if dtype.itemsize == 2 else 4096)
     num_warps = max(4, min(16, block_n // 512))
@@ -511,12 +517,16 @@ _TUNED: dict = {}  # bucket -> LaunchConfig
 
 
 def candidate_configs(plan: str, dtype: torch.dtype, cols_p2: int, direction: str, aligned: bool) -> tuple:
-    """The configurations timed for a bucket: the table's first (the untimed choice), then twice its warps."""
+    """The configurations timed for a bucket: the table's first (the untimed choice), then twice its warps; for the
+    block_per_row forward each of those with and without evict_first loads."""
     table = launch_config(plan, dtype, cols_p2, direction, aligned)
     if plan not in TUNED_PLANS or table.prefetch:
         return (table,)
     wider = table._replace(num_warps=min(MAX_WARPS, 2 * table.num_warps))
-    return (table,) if wider == table else (table, wider)
+    warps = (table,) if wider == table else (table, wider)
+    if plan == "block_per_row" and direction == "fwd":
+        return warps + tuple(c._replace(load_hint="evict_first") for c in warps)
+    return warps
 
 
 def _bucket(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> tuple:
@@ -543,7 +553,8 @@ def kernel_config(t: torch.Tensor, plan: str, direction: str, aligned: bool) -> 
     tuned = config is not None
     if config is None:
         config = launch_config(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
-    return f"{config.num_warps} warps, {config.block_n}-column tiles, {'tuned' if tuned else 'table'}"
+    hint = f", {config.load_hint} loads" if config.load_hint else ""
+    return f"{config.num_warps} warps, {config.block_n}-column tiles{hint}, {'tuned' if tuned else 'table'}"
 
 
 def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
@@ -565,7 +576,8 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
     elif plan == "block_per_row":
         grid = (_persistent_programs(rows, config, x2d.device, 0) if config.prefetch else rows,)
         softmax_fwd_block_per_row_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
-                                               PREFETCH=config.prefetch, num_warps=config.num_warps)
+                                               PREFETCH=config.prefetch, LOAD_HINT=config.load_hint,
+                                               num_warps=config.num_warps)
     elif plan == "block_online":
         grid = (_persistent_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
@@ -658,7 +670,8 @@ def aot_specs(dtype: torch.dtype):
             for config in candidate_configs("block_per_row", dtype, cols_p2, direction, True):
                 if direction == "fwd":
                     entries.append(("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
-                                    {"BLOCK_N": config.block_n, "PREFETCH": config.prefetch}, config, both))
+                                    {"BLOCK_N": config.block_n, "PREFETCH": config.prefetch,
+                                     "LOAD_HINT": config.load_hint}, config, both))
                 else:
                     entries.append(("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel,
                                     without_rows(bwd), {"BLOCK_N": config.block_n}, config, both))
