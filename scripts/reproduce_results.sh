@@ -71,7 +71,8 @@ for group in "${groups[@]}"; do
         step "memcheck-gpu_softmax_cases-rest" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
           compute-sanitizer --tool memcheck $PY -m unittest -k test_operands -k test_api \
           -k test_special -k test_torch_compile -k test_runs_on -k test_tensor_past \
-          -k test_cuda_block_online -k test_cuda_split_row -k test_triton_tuned tests.gpu_softmax_cases
+          -k test_cuda_block_online -k test_cuda_split_row -k test_triton_tuned -k test_triton_every_tuning_candidate \
+          tests.gpu_softmax_cases
       ) &
       for tool in memcheck racecheck initcheck synccheck; do
         step "$tool-smoke" "ERROR SUMMARY|RACECHECK SUMMARY|[0-9]+ passed" compute-sanitizer --tool "$tool" $PY scripts/sanitizer_smoke.py &
