@@ -41,11 +41,7 @@ class MatmulGpuTest(GpuTestCase):
         super().setUp()
         self.allow_tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
-        untuned = mock.patch.dict(os.environ, {"CUDA_PORTFOLIO_NO_TUNING": "1"})
-        untuned.start()
-        self.addCleanup(untuned.stop)
-        clear_triton_tuning()
-        self.addCleanup(clear_triton_tuning)
+        self.run_triton_untuned(clear_triton_tuning)
 
     def tearDown(self):
         torch.backends.cuda.matmul.allow_tf32 = self.allow_tf32

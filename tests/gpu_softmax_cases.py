@@ -34,11 +34,7 @@ def clear_triton_tuning():
 class SoftmaxGpuTest(GpuTestCase):
     def setUp(self):
         super().setUp()
-        untuned = mock.patch.dict(os.environ, {"CUDA_PORTFOLIO_NO_TUNING": "1"})
-        untuned.start()
-        self.addCleanup(untuned.stop)
-        clear_triton_tuning()
-        self.addCleanup(clear_triton_tuning)
+        self.run_triton_untuned(clear_triton_tuning)
 
     def test_triton_tuned_warps_run_correctly(self):
         """Timed tuning of the register-resident plans: the first call of a bucket picks one of its candidates,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import unittest
+from unittest import mock
 
 import torch
 
@@ -42,6 +43,15 @@ class GpuTestCase(unittest.TestCase):
         # Fresh random inputs for every test: a different seed each run, printed on failure.
         self.seed = int.from_bytes(os.urandom(4), "little")
         torch.manual_seed(self.seed)
+
+    def run_triton_untuned(self, forget_picks):
+        """For this test: CUDA_PORTFOLIO_NO_TUNING=1 (the Triton tuners launch their table's or first fitting
+        configuration, timing nothing), and forget_picks() before and after, so no pick made here outlives it."""
+        untuned = mock.patch.dict(os.environ, {"CUDA_PORTFOLIO_NO_TUNING": "1"})
+        untuned.start()
+        self.addCleanup(untuned.stop)
+        forget_picks()
+        self.addCleanup(forget_picks)
 
     def skip_if_caching_allocator_off(self, why: str):
         """Skip (saying why) when the allocator cache is off, as under compute-sanitizer: CUDA graph

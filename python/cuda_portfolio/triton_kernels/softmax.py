@@ -56,8 +56,9 @@ their second read.
 NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima propagate NaN),
 -inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
 multiplying by the row stride). Launch configurations come from a table keyed by (plan, dtype, next_pow2(cols),
-direction, aligned) (launch_config); the register-resident plans also time twice the table's warps on the first
-call of each (rows, cols) bucket and keep the faster (candidate_configs, "Run-time tuning" below). A call under
+direction, aligned) (launch_config); the register-resident plans also time twice the table's warps (block_per_row's
+forward: each with and without evict_first loads) on the first call of each (rows, cols) bucket and keep the faster
+(candidate_configs, "Run-time tuning" below). A call under
 CUDA-graph capture never times anything, and a repeated call never recompiles.
 """
 from __future__ import annotations
@@ -537,12 +538,13 @@ def _bucket(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> tuple:
 def _config_for(plan: str, t: torch.Tensor, direction: str, aligned: bool, launcher) -> LaunchConfig:
     """The configuration to launch for `plan` on 2-D t: the bucket's tuned pick, timing the candidates on the first
     call (launcher(config) -> a zero-argument launch)."""
+    key = _bucket(plan, t, direction, aligned)
+    if key in _TUNED:
+        return _TUNED[key]
     candidates = candidate_configs(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
     if len(candidates) == 1 or not t.is_cuda or tuning_off() or torch.cuda.is_current_stream_capturing():
-        return _TUNED.get(_bucket(plan, t, direction, aligned), candidates[0])
-    key = _bucket(plan, t, direction, aligned)
-    if key not in _TUNED:
-        _TUNED[key] = fastest(candidates, launcher, t.device, f"softmax {plan} configuration")
+        return candidates[0]
+    _TUNED[key] = fastest(candidates, launcher, t.device, f"softmax {plan} configuration")
     return _TUNED[key]
 
 
