@@ -526,9 +526,10 @@ def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, 
 # streams from a small pool, so the buffers stay few). A buffer serves any launch of at most numel - 2 rows. Buffers
 # are never freed, because a captured CUDA graph keeps the address it was captured with. Such a graph must therefore
 # not be replayed on another stream at the same time as split_row launches on the stream it was captured on: the
-# two would share counters. A buffer first made during a capture is zeroed by a memset node in that graph (and by
-# nothing outside it). A launch that never finishes (an aborted kernel) leaves its buffer nonzero. Interpreter
-# (CPU) tensors key on (device, 0).
+# two would share counters. A capture that finds no buffer large enough gets one of its own, zeroed by a memset node
+# in the graph and kept out of the pool: its zeros exist only once the graph has run, so no launch outside the graph
+# may use it. A launch that never finishes (an aborted kernel) leaves its buffer nonzero. Interpreter (CPU) tensors
+# key on (device, 0).
 _COUNTERS: dict[tuple[torch.device, int], list[torch.Tensor]] = {}
 
 
@@ -540,7 +541,8 @@ def _counters(rows: int, device: torch.device) -> torch.Tensor:
         if buffer.numel() >= 2 + rows:
             return buffer
     buffer = torch.zeros(2 + rows, dtype=torch.int32, device=device)
-    pool.append(buffer)
+    if not (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+        pool.append(buffer)
     return buffer
 
 
