@@ -74,6 +74,35 @@ class SoftmaxGpuTest(GpuTestCase):
                             mock.patch.dict(module._TUNED, pinned):
                         self.check_direct(module, plan, rows, cols, dtype)
 
+    def test_triton_split_row_counters_left_zero(self):
+        """split_row's pooled counters ([ticket, exits, arrivals x rows]) are zero after every launch with many
+        chunks per row (the kernels' last program out resets them), and a second launch on the same buffer is right.
+        A CUDA graph captured with no pooled buffer large enough zeroes its own in the graph, on every replay, and
+        leaves the pool alone."""
+        module = _backend_module("triton")
+        with mock.patch.dict(module._COUNTERS, clear=True):
+            for dtype, cols in ((torch.float32, 1 << 20), (torch.bfloat16, (1 << 20) - 3)):
+                for _ in range(2):
+                    with self.subTest(dtype=dtype, cols=cols):
+                        self.check_direct(module, "split_row", 5, cols, dtype)
+                        for buffers in module._COUNTERS.values():
+                            for buffer in buffers:
+                                self.assertEqual(torch.count_nonzero(buffer).item(), 0)
+            pooled = {key: list(buffers) for key, buffers in module._COUNTERS.items()}
+            x = torch.randn(300, 1 << 17, device="cuda")  # more rows than any pooled buffer holds
+            y = poisoned_like(x)
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                module.forward(x, y, "split_row")
+            self.assertEqual(pooled, {key: list(buffers) for key, buffers in module._COUNTERS.items()})
+            for _ in range(2):
+                y.fill_(float("nan"))
+                graph.replay()
+                torch.cuda.synchronize()
+                self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[torch.float32], "graph replay")
+
     def runnable(self, backend, rows, cols, dtype):
         module = _backend_module(backend)
         for plan in module.plans():

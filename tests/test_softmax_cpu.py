@@ -241,6 +241,65 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
 
 
 @needs_interpreter
+class TritonSplitRowCountersTest(unittest.TestCase):
+    """split_row's counters ([ticket, exits, arrivals x rows]) come from a per-(device, stream) pool, zeroed once when
+    made; the kernels' last program out zeroes them again. Off the GPU a row is one chunk, but every program still
+    takes tickets, arrives, waits (for itself) and counts its exit."""
+
+    def setUp(self):
+        patcher = mock.patch.dict(triton_softmax._COUNTERS, clear=True)  # a pool of this test's own
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def pool(self) -> list:
+        self.assertEqual(list(triton_softmax._COUNTERS), [(CPU, 0)])
+        return triton_softmax._COUNTERS[(CPU, 0)]
+
+    def run_split_row(self, direction, rows, cols):
+        """One split_row call on fresh random inputs, checked against float64 torch."""
+        x = torch.randn(rows, cols) * 3.0
+        if direction == "fwd":
+            y = torch.full_like(x, float("nan"))
+            triton_softmax.forward(x, y, "split_row")
+            self.assertLessEqual(relative_error(y, torch.softmax(x.double(), -1)), TOLERANCE[torch.float32])
+        else:
+            y, dy, dx = torch.softmax(x, -1), torch.randn(rows, cols), torch.full_like(x, float("nan"))
+            triton_softmax.backward(y, dy, dx, "split_row")
+            self.assertLessEqual(relative_error(dx, reference_grad(y, dy), grad_scale(y, dy)),
+                                 TOLERANCE[torch.float32])
+
+    def test_counters_left_zero_and_reused(self):
+        # 300 rows: the reset's stores take two COUNTER_RESET_BLOCKs, the second one masked.
+        rows = 300
+        for direction in ("fwd", "bwd"):
+            with self.subTest(direction=direction):
+                triton_softmax._COUNTERS.clear()
+                buffers = []
+                for _ in range(2):
+                    self.run_split_row(direction, rows, 70)
+                    (buffer,) = self.pool()
+                    self.assertEqual(buffer.numel(), 2 + rows)
+                    self.assertTrue(torch.equal(buffer, torch.zeros_like(buffer)), buffer.nonzero())
+                    buffers.append(buffer)
+                self.assertIs(buffers[0], buffers[1])
+
+    def test_too_small_buffer_is_not_reused(self):
+        self.run_split_row("fwd", 2, 50)
+        (small,) = self.pool()
+        self.run_split_row("bwd", 6, 50)
+        pool = self.pool()
+        self.assertEqual(len(pool), 2)
+        self.assertIs(pool[0], small)
+        self.assertGreaterEqual(pool[1].numel(), 2 + 6)
+        for buffer in pool:
+            self.assertTrue(torch.equal(buffer, torch.zeros_like(buffer)))
+        self.run_split_row("fwd", 2, 50)  # fits the first again
+        self.run_split_row("fwd", 5, 50)  # fits only the larger one
+        self.assertEqual(len(self.pool()), 2)  # neither call made a third
+        self.assertTrue(all(torch.equal(buffer, torch.zeros_like(buffer)) for buffer in pool))
+
+
+@needs_interpreter
 class SoftmaxApiTest(unittest.TestCase):
     """cp.softmax with backend='triton' (the CPU tier's backend) against torch."""
 

@@ -26,8 +26,10 @@ memory, which Triton cannot express):
                  its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
                  row's other chunks, combines the partials and normalizes its chunk at once,
                  re-reading it from L2 (all chunks in flight fit the L2 budget). Bound: bytes, as
-                 block_online, plus one exchange per row. The interpreter runs programs one after
-                 another, so a wait for another program would never end there: off the GPU every
+                 block_online, plus one exchange per row. The ticket and arrival counters reset
+                 themselves (the last program out zeroes them), so each stream's counters buffer is
+                 zeroed once when made, not per call (_counters). The interpreter runs programs one
+                 after another, so a wait for another program would never end there: off the GPU every
                  row is one chunk, and the exchange across programs runs on GPUs only.
 
 Bytes in flight, backward (block_online, split_row). A streaming program with plain loads has one tile
@@ -102,6 +104,7 @@ SPLIT_ROW_BWD_PROGRAMS_PER_SM = 2
 # grid's last programs into a second wave. The "64 warps per SM" rule this replaces counted 4 programs of
 # 16 warps (2 fit at 64 registers, 1 at 78): 2048x50257 bf16 ran 333 forward programs where 264 fit.
 PLAIN_STREAM_REGISTERS = {"fwd": 64, "bwd": 80}
+COUNTER_RESET_BLOCK = tl.constexpr(256)  # split_row: arrival counters the last program zeroes per store (_leave)
 FLT_MAX = tl.constexpr(3.4028234663852886e38)
 LOG2E = tl.constexpr(1.4426950408889634)
 # exp(x) as 2^(x * log2 e) in one MUFU.EX2 (ex2.approx.ftz.f32), as the CUDA backend's fast_exp2.
@@ -292,19 +295,48 @@ def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 
 
 # ----------------------------------------------------------------------------- split_row
-# One persistent kernel per direction. Jobs are (row, chunk) pairs in row-major order, handed out by a ticket
-# counter (counters[0]) in the order programs ask; counters[1 + row] counts the row's chunks whose partial is
-# published. A program runs pass 1 over its chunk, publishes the partial, waits for its row's other chunks, then
-# runs pass 2 over the same chunk at once, so the re-read follows the first read on the same SM while the chunk
-# is still in L2 (CUDA v13's order; the job stream that put other jobs between the two reads lost L2, perf log).
+# One persistent kernel per direction. Counters (int32): [ticket, exits, arrivals x rows]. Jobs are (row, chunk)
+# pairs in row-major order, handed out by the ticket counter in the order programs ask; arrivals[row] counts the
+# row's chunks whose partial is published. A program runs pass 1 over its chunk, publishes the partial, waits for
+# its row's other chunks, then runs pass 2 over the same chunk at once, so the re-read follows the first read on
+# the same SM while the chunk is still in L2 (CUDA v13's order; the job stream that put other jobs between the two
+# reads lost L2, perf log).
 # Deadlock freedom: a program holds one job at a time and tickets go out in order, so the oldest unfinished
 # row's chunks are all held by running programs that wait for nothing else; chunks <= programs, and every
 # program is resident (the grid is what the registers hold, each capped to its share).
+# The counters must be zero at launch, and every launch leaves them zero (_leave), as the CUDA GEMM's split-K tile
+# counters (csrc/gemm/gemm_05_wgmma_tma_sm90a.cu): the host zeroes a pooled buffer once (_counters), not per call,
+# because the memset launch cost a few microseconds of a 30-50 us kernel at 4x4194304.
 
 
 @triton.jit
 def _take_ticket(counters_ptr):
     return tl.atomic_add(counters_ptr, 1, sem="relaxed")
+
+
+@triton.jit(noinline=True)
+def _leave(counters_ptr, jobs, chunks):
+    """Called by every program once its job loop has ended: the last program out zeroes the counters
+    ([ticket, exits, arrivals x rows], rows = jobs / chunks; chunks is 0 only for rows of no columns, and then there
+    are no jobs) for the next launch.
+
+    Memory order: a program reaches its exit only after its last wait succeeded and its last ticket came back
+    >= jobs, and its acq_rel add on `exits` releases all that. The add that returns programs - 1 acquires every
+    earlier one (read-modify-writes of one location form a release sequence), so every other program's ticket,
+    arrival and poll happens before the zeroing stores, and no program of this launch touches the counters after
+    them. The kernel boundary makes the zeros visible to the next launch on the stream. (Scalar atomics run on
+    one thread of the program, and Triton broadcasts the result through shared memory behind a barrier before
+    the other threads store.)
+    Not inlined: inlined, this tail made ptxas spill 4 bytes in the 16-bit unaligned forward at its 64-register cap
+    (a loop-invariant shared-memory address, stored at entry and reloaded once per job); as a call (once per
+    program) every split_row kernel keeps its registers and spills nothing (ptxas, sm_90a)."""
+    if tl.atomic_add(counters_ptr + 1, 1, sem="acq_rel") == tl.num_programs(0) - 1:
+        rows = jobs // tl.maximum(chunks, 1)
+        for first in range(0, rows, COUNTER_RESET_BLOCK):
+            row = first + tl.arange(0, COUNTER_RESET_BLOCK)
+            tl.store(counters_ptr + 2 + row, tl.zeros([COUNTER_RESET_BLOCK], tl.int32), mask=row < rows)
+        tl.store(counters_ptr, 0)
+        tl.store(counters_ptr + 1, 0)
 
 
 @triton.jit
@@ -333,7 +365,7 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
         chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, ONE_EXP=False)
         tl.store(max_ptr + job, chunk_max)
         tl.store(sum_ptr + job, chunk_sum)
-        _arrive_and_wait(counters_ptr + 1 + row, chunks)
+        _arrive_and_wait(counters_ptr + 2 + row, chunks)
         part = tl.arange(0, CHUNKS_P2)
         part_max = tl.load(max_ptr + row * chunks + part, mask=part < chunks, other=float("-inf"),
                            cache_modifier=".cg")
@@ -342,6 +374,7 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
         row_sum = tl.sum(part_sum * _exp(part_max - row_max), axis=0)
         _normalize_span_reversed(x_row, y_ptr + row * y_row_stride, start, stop, row_max, 1.0 / row_sum, BLOCK_N)
         job = _take_ticket(counters_ptr)
+    _leave(counters_ptr, jobs, chunks)
 
 
 @triton.jit
@@ -354,12 +387,13 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, c
         y_row = y_ptr + row * y_row_stride
         dy_row = dy_ptr + row * dy_row_stride
         tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES))
-        _arrive_and_wait(counters_ptr + 1 + row, chunks)
+        _arrive_and_wait(counters_ptr + 2 + row, chunks)
         part = tl.arange(0, CHUNKS_P2)
         dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg"),
                      axis=0)
         _grad_span_reversed(y_row, dy_row, dx_ptr + row * dx_row_stride, start, stop, dot, BLOCK_N, STREAM_STORES)
         job = _take_ticket(counters_ptr)
+    _leave(counters_ptr, jobs, chunks)
 
 
 # ----------------------------------------------------------------------------- launch configuration
@@ -486,6 +520,32 @@ def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, 
     return max(1, min(rows, resident, in_l2))
 
 
+# split_row's counters ([ticket, exits, arrivals x rows], int32), per (device, stream), zeroed once when made: the
+# kernels need them zero at launch and leave them zero (_leave), so no call pays a memset launch. Launches on one
+# stream run in order and share a buffer, forward and backward alike; each stream gets its own (torch hands out
+# streams from a small pool, so the buffers stay few). A buffer serves any launch of at most numel - 2 rows. Buffers
+# are never freed, because a captured CUDA graph keeps the address it was captured with. Such a graph must therefore
+# not be replayed on another stream at the same time as split_row launches on the stream it was captured on: the
+# two would share counters. A capture that finds no buffer large enough gets one of its own, zeroed by a memset node
+# in the graph and kept out of the pool: its zeros exist only once the graph has run, so no launch outside the graph
+# may use it. A launch that never finishes (an aborted kernel) leaves its buffer nonzero. Interpreter (CPU) tensors
+# key on (device, 0).
+_COUNTERS: dict[tuple[torch.device, int], list[torch.Tensor]] = {}
+
+
+def _counters(rows: int, device: torch.device) -> torch.Tensor:
+    """A zeroed int32 counters buffer of at least 2 + rows for a split_row launch on device's current stream."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    pool = _COUNTERS.setdefault((device, stream), [])
+    for buffer in pool:
+        if buffer.numel() >= 2 + rows:
+            return buffer
+    buffer = torch.zeros(2 + rows, dtype=torch.int32, device=device)
+    if not (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+        pool.append(buffer)
+    return buffer
+
+
 def _split_geometry(rows: int, cols: int, bytes_per_col: int, config: LaunchConfig,
                     device: torch.device) -> tuple[int, int, int]:
     """(chunks per row, columns per chunk, programs) for split_row: every resident program holds one chunk, and
@@ -584,7 +644,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
                                               num_warps=config.num_warps, maxnreg=config.maxnreg)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, x2d.element_size(), config, x2d.device)
-        counters = torch.zeros(1 + rows, dtype=torch.int32, device=x2d.device)  # ticket, then arrivals per row
+        counters = _counters(rows, x2d.device)  # zero; the kernel leaves it zero (split_row comment above _take_ticket)
         part_max = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
         part_sum = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
         softmax_fwd_split_row_kernel[(programs,)](
@@ -627,7 +687,7 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
                                               maxnreg=config.maxnreg)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, 2 * y2d.element_size(), config, y2d.device)
-        counters = torch.zeros(1 + rows, dtype=torch.int32, device=y2d.device)  # ticket, then arrivals per row
+        counters = _counters(rows, y2d.device)  # as the forward's
         part_dot = torch.empty(rows * chunks, dtype=torch.float32, device=y2d.device)
         softmax_bwd_split_row_kernel[(programs,)](
             y2d, dy2d, dx2d, part_dot, counters, cols, *strides, chunks, chunk_cols, rows * chunks,
