@@ -80,6 +80,7 @@
 #include <type_traits>
 
 #include "common/cuda_check.h"
+#include "common/gpu_sync.cuh"
 #include "common/hopper_async.cuh"
 #include "common/numeric.cuh"
 #include "gemm/gemm_versions.h"
@@ -177,22 +178,7 @@ __device__ __forceinline__ float4 ld_shared_v4(std::uint32_t addr) {
   return v;
 }
 
-// Split-K hand-off between blocks, through a counter in global memory (gpu scope).
-__device__ __forceinline__ unsigned atom_add_relaxed_gpu(unsigned* p, unsigned v) {
-  unsigned old;
-  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-}
-// Release: the fence orders every write this thread has observed (its block's partial stores,
-// through the named barrier before it) before the increment.
-__device__ __forceinline__ void fence_red_add_gpu(unsigned* p, unsigned v) {
-  asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
+// Split-K hand-off between blocks: atom_add_relaxed_gpu, fence_red_add_gpu, ld_acquire_gpu (common/gpu_sync.cuh).
 
 template <int kRegs>
 __device__ __forceinline__ void setmaxnreg_inc() {
