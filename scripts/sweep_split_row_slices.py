@@ -9,8 +9,8 @@ For each (shape, dtype, direction) it times the plan's own choice first (`rule`)
 in --slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts
 ("Nc", which can land on fewer slices). The count reaches the native layout through
 CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call. Each point is timed as the benchmark times a provider
-(the per-call workspace memset included, as a user runs it), over its rotation of input copies
-(input_copies_for; _common.launch_time_us, the median of --samples), and divided into the
+(as a user runs it: the workspace is zeroed once per stream, no memset per call), over its rotation
+of input copies (input_copies_for; _common.launch_time_us, the median of --samples), and divided into the
 benchmark's device-copy ceiling. Every point's output is checked against float64 PyTorch, and its
 inputs unchanged. For looking at layouts, not for the README: the benchmark (python -m
 cuda_portfolio.bench) is what measures against peers.

@@ -219,8 +219,13 @@ class MatmulGpuTest(GpuTestCase):
         # row too few 64-wide tiles for the narrow configuration (128x8192 takes it: see the test
         # below). 129x257: C rows not 16-byte aligned (direct stores; B column-major so that its
         # TMA stride stays 16-byte aligned); 129x264: TMA stores; both clipped in M and N.
+        # 768 x 128*(SMs/12): the most tiles that split K (6 x 11 = 66 on 132 SMs), right after 64 tiles
+        # on the same workspace: a counter region sized per launch (256 bytes, then 512) put these
+        # counters on the partials the launch before left.
+        widest_split = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count // 12
         for m, n, k, b_column_major in (
             (1024, 1024, 16384, False),
+            (768, 128 * widest_split, 8192, False),
             (128, 2048, 8192, False),
             (129, 257, 1024, True),
             (129, 264, 1024, False),

@@ -26,6 +26,13 @@ if not set(SWEEP_BACKENDS) <= {"cuda", "triton"}:
     raise ValueError(f"CUDA_PORTFOLIO_TEST_BACKENDS={','.join(SWEEP_BACKENDS)}: use cuda, triton or both")
 
 
+def at_offset(rows, cols, dtype, offset, fill=None):
+    """A (rows, cols) view `offset` elements into its storage (its rows' 16-byte phase), random or `fill`."""
+    flat = torch.randn(rows * cols + offset, device="cuda").to(dtype)
+    view = flat[offset:].view(rows, cols)
+    return view.fill_(fill) if fill is not None else view
+
+
 def clear_triton_tuning():
     """Forget the Triton softmax's tuned picks, so none made here outlives the test that made it."""
     _backend_module("triton")._TUNED.clear()
@@ -69,6 +76,35 @@ class SoftmaxGpuTest(GpuTestCase):
                     with self.subTest(plan=plan, dtype=dtype, cols=cols, configs=list(pinned.values())), \
                             mock.patch.dict(module._TUNED, pinned):
                         self.check_direct(module, plan, rows, cols, dtype)
+
+    def test_triton_split_row_counters_left_zero(self):
+        """split_row's pooled counters ([ticket, exits, arrivals x rows]) are zero after every launch with many
+        chunks per row (the kernels' last program out resets them), and a second launch on the same buffer is right.
+        A CUDA graph captured with no pooled buffer large enough zeroes its own in the graph, on every replay, and
+        leaves the pool alone."""
+        module = _backend_module("triton")
+        with mock.patch.dict(module._COUNTERS, clear=True):
+            for dtype, cols in ((torch.float32, 1 << 20), (torch.bfloat16, (1 << 20) - 3)):
+                for _ in range(2):
+                    with self.subTest(dtype=dtype, cols=cols):
+                        self.check_direct(module, "split_row", 5, cols, dtype)
+                        for buffers in module._COUNTERS.values():
+                            for buffer in buffers:
+                                self.assertEqual(torch.count_nonzero(buffer).item(), 0)
+            pooled = {key: list(buffers) for key, buffers in module._COUNTERS.items()}
+            x = torch.randn(300, 1 << 17, device="cuda")  # more rows than any pooled buffer holds
+            y = poisoned_like(x)
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                module.forward(x, y, "split_row")
+            self.assertEqual(pooled, {key: list(buffers) for key, buffers in module._COUNTERS.items()})
+            for _ in range(2):
+                y.fill_(float("nan"))
+                graph.replay()
+                torch.cuda.synchronize()
+                self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[torch.float32], "graph replay")
 
     def runnable(self, backend, rows, cols, dtype):
         module = _backend_module(backend)
@@ -140,33 +176,92 @@ class SoftmaxGpuTest(GpuTestCase):
         finally:
             os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_SLICES", None)
 
+    def check_at_phases(self, module, plan, rows, cols, dtype):
+        """check_direct with x, y, dy and dx each at its own storage offset, so their rows' 16-byte
+        phases differ (split_row: the portable kernels, where one phase would take the streamed ones)."""
+        x = at_offset(rows, cols, dtype, 1)
+        y = at_offset(rows, cols, dtype, 3, float("nan"))
+        x_before = x.clone()
+        module.forward(x, y, plan)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(x, x_before), "forward modified its input")
+        self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[dtype], "forward")
+        dy = at_offset(rows, cols, dtype, 2)
+        dx = at_offset(rows, cols, dtype, 0, float("nan"))
+        module.backward(y, dy, dx, plan)
+        torch.cuda.synchronize()
+        self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward", scale=grad_scale(y, dy))
+
+    def test_cuda_split_row_leaves_its_workspace_zero(self):
+        """split_row's workspace (ticket, row counters, partials) comes from a pool per (device, stream),
+        zeroed once, and every launch must leave all of it zero: no launch pays a memset. After launches
+        of many slices per row through both kernel families (operands at one 16-byte phase: the streamed
+        kernels on Hopper; at different phases: the portable ones), every pooled byte is zero, and the
+        next launch on the same buffer, with more rows (its counters where the last one's partials were)
+        or fewer, is right. Under CUDA graph capture: a buffer first made in the capture is not pooled
+        (its zeros exist only once the graph replays) and the replays are right; after an eager warm-up
+        the capture uses the pooled buffer and its replays leave it zero."""
+        from cuda_portfolio.native.softmax import _WORKSPACES
+
+        module = _backend_module("cuda")
+        device = torch.cuda.current_device()
+
+        def assert_pool_zero(stream, what):
+            torch.cuda.synchronize()
+            pool = _WORKSPACES.get((device, stream.cuda_stream), [])
+            self.assertTrue(pool, f"{what}: no pooled workspace")
+            for buffer in pool:
+                left = int(buffer.count_nonzero())
+                self.assertEqual(left, 0, f"{what}: {left} of {buffer.numel()} workspace bytes left nonzero")
+
+        for dtype, cols in ((torch.float32, 1 << 20), (torch.bfloat16, (1 << 20) - 3)):
+            for rows in (5, 12, 2, 12):
+                for phases in ("one phase", "different phases"):
+                    what = f"{dtype} {rows}x{cols}, {phases}"
+                    with self.subTest(what):
+                        if phases == "one phase":
+                            self.check_direct(module, "split_row", rows, cols, dtype)
+                        else:
+                            self.check_at_phases(module, "split_row", rows, cols, dtype)
+                        assert_pool_zero(torch.cuda.current_stream(), what)
+
+        self.skip_if_caching_allocator_off("CUDA graph capture needs the caching allocator")
+        rows, cols = 5, (1 << 20) - 3
+        side = torch.cuda.Stream()
+        x = torch.randn(rows, cols, device="cuda")
+        y = poisoned_like(x)
+        torch.cuda.synchronize()
+        for warm_up in (False, True):
+            with self.subTest(graph=f"capture {'after a warm-up' if warm_up else 'first'}"):
+                if warm_up:
+                    with torch.cuda.stream(side):
+                        module.forward(x, y, "split_row")
+                    side.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, stream=side):
+                    module.forward(x, y, "split_row")
+                if not warm_up:
+                    self.assertEqual(_WORKSPACES.get((device, side.cuda_stream), []), [],
+                                     "a buffer made during the capture was pooled")
+                for _ in range(3):
+                    x.copy_(torch.randn_like(x))
+                    y.fill_(float("nan"))
+                    graph.replay()
+                    torch.cuda.synchronize()
+                    self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[x.dtype], "graph replay")
+                if warm_up:
+                    assert_pool_zero(side, "graph replays")
+
     def test_operands_at_different_16_byte_phases(self):
         """Rows that start off 16-byte boundaries, with x, y, dy and dx each at its own storage
         offset (so their phases differ): every plan must still compute and write every element."""
-        def at_offset(rows, cols, dtype, offset, fill=None):
-            flat = torch.randn(rows * cols + offset, device="cuda").to(dtype)
-            view = flat[offset:].view(rows, cols)
-            return view.fill_(fill) if fill is not None else view
-
         for backend in ("cuda", "triton"):
             module = _backend_module(backend)
             for dtype in (torch.float32, torch.bfloat16):
                 for rows, cols in ((37, 1000), (5, 1025), (3, 4097), (2, 50257)):
                     for plan in self.runnable(backend, rows, cols, dtype):
                         with self.subTest(backend=backend, plan=plan, dtype=dtype, rows=rows, cols=cols):
-                            x = at_offset(rows, cols, dtype, 1)
-                            y = at_offset(rows, cols, dtype, 3, float("nan"))
-                            x_before = x.clone()
-                            module.forward(x, y, plan)
-                            torch.cuda.synchronize()
-                            self.assertTrue(torch.equal(x, x_before), "forward modified its input")
-                            self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[dtype], "forward")
-                            dy = at_offset(rows, cols, dtype, 2)
-                            dx = at_offset(rows, cols, dtype, 0, float("nan"))
-                            module.backward(y, dy, dx, plan)
-                            torch.cuda.synchronize()
-                            self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward",
-                                             scale=grad_scale(y, dy))
+                            self.check_at_phases(module, plan, rows, cols, dtype)
 
     def test_api_autograd_dims_and_views(self):
         base = torch.randn(64, 1030, device="cuda")

@@ -241,6 +241,65 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
 
 
 @needs_interpreter
+class TritonSplitRowCountersTest(unittest.TestCase):
+    """split_row's counters ([ticket, exits, arrivals x rows]) come from a per-(device, stream) pool, zeroed once when
+    made; the kernels' last program out zeroes them again. Off the GPU a row is one chunk, but every program still
+    takes tickets, arrives, waits (for itself) and counts its exit."""
+
+    def setUp(self):
+        patcher = mock.patch.dict(triton_softmax._COUNTERS, clear=True)  # a pool of this test's own
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def pool(self) -> list:
+        self.assertEqual(list(triton_softmax._COUNTERS), [(CPU, 0)])
+        return triton_softmax._COUNTERS[(CPU, 0)]
+
+    def run_split_row(self, direction, rows, cols):
+        """One split_row call on fresh random inputs, checked against float64 torch."""
+        x = torch.randn(rows, cols) * 3.0
+        if direction == "fwd":
+            y = torch.full_like(x, float("nan"))
+            triton_softmax.forward(x, y, "split_row")
+            self.assertLessEqual(relative_error(y, torch.softmax(x.double(), -1)), TOLERANCE[torch.float32])
+        else:
+            y, dy, dx = torch.softmax(x, -1), torch.randn(rows, cols), torch.full_like(x, float("nan"))
+            triton_softmax.backward(y, dy, dx, "split_row")
+            self.assertLessEqual(relative_error(dx, reference_grad(y, dy), grad_scale(y, dy)),
+                                 TOLERANCE[torch.float32])
+
+    def test_counters_left_zero_and_reused(self):
+        # 300 rows: the reset's stores take two COUNTER_RESET_BLOCKs, the second one masked.
+        rows = 300
+        for direction in ("fwd", "bwd"):
+            with self.subTest(direction=direction):
+                triton_softmax._COUNTERS.clear()
+                buffers = []
+                for _ in range(2):
+                    self.run_split_row(direction, rows, 70)
+                    (buffer,) = self.pool()
+                    self.assertEqual(buffer.numel(), 2 + rows)
+                    self.assertTrue(torch.equal(buffer, torch.zeros_like(buffer)), buffer.nonzero())
+                    buffers.append(buffer)
+                self.assertIs(buffers[0], buffers[1])
+
+    def test_too_small_buffer_is_not_reused(self):
+        self.run_split_row("fwd", 2, 50)
+        (small,) = self.pool()
+        self.run_split_row("bwd", 6, 50)
+        pool = self.pool()
+        self.assertEqual(len(pool), 2)
+        self.assertIs(pool[0], small)
+        self.assertGreaterEqual(pool[1].numel(), 2 + 6)
+        for buffer in pool:
+            self.assertTrue(torch.equal(buffer, torch.zeros_like(buffer)))
+        self.run_split_row("fwd", 2, 50)  # fits the first again
+        self.run_split_row("fwd", 5, 50)  # fits only the larger one
+        self.assertEqual(len(self.pool()), 2)  # neither call made a third
+        self.assertTrue(all(torch.equal(buffer, torch.zeros_like(buffer)) for buffer in pool))
+
+
+@needs_interpreter
 class SoftmaxApiTest(unittest.TestCase):
     """cp.softmax with backend='triton' (the CPU tier's backend) against torch."""
 
@@ -300,26 +359,37 @@ class SoftmaxApiTest(unittest.TestCase):
                 self.assertLessEqual(float((y[finite] - ref[finite]).abs().max()), 1e-6)
 
     def test_special_values_across_tiles_of_the_online_update(self):
-        """The streaming plans' online (max, sum) update, one exponential per element, over rows of two
-        4096-column tiles, so each lane meets a second element: its max rising (x > m: the old sum is
-        rescaled), falling or level (x <= m), from -inf to finite, and NaN or +inf arriving late."""
-        inf, cols = float("inf"), 4500
-        x = torch.randn(8, cols)
-        x[0, 4200] = float("nan")                     # NaN in the second tile: NaN row
-        x[1, :] = -inf                                # all -inf: NaN row
-        x[2, :4096] = -inf                            # lanes go from -inf to finite
-        x[3, 4300] = inf                              # +inf in the second tile: NaN row, as torch
-        x[4] = torch.linspace(-30.0, 30.0, cols)      # every lane's max rises
-        x[5] = torch.linspace(30.0, -30.0, cols)      # every lane's max stays
-        x[6, 4096:] = x[6, :cols - 4096]              # level: equal elements meet
-        x[7, ::3] = -inf                              # -inf elements among finite ones
-        ref = torch.softmax(x.double(), -1)
-        finite = ~ref.isnan()
-        for plan in ("block_online", "split_row"):
-            with self.subTest(plan=plan):
-                y = cp.softmax(x, backend="triton", plan=plan).double()
-                self.assertTrue(torch.equal(y.isnan(), ref.isnan()), f"NaN pattern: {y.isnan().sum(-1)}")
-                self.assertLessEqual(float((y[finite] - ref[finite]).abs().max()), 1e-6)
+        """The streaming plans' first pass (_online_max_sum: per-thread (max, sum), an unmasked loop over the span's
+        full tiles and one masked tail tile) over rows of two or more tiles, a span of whole tiles and one with a
+        tail, fp32 (4096-column tiles) and bf16 (8192): a thread's max rising from one tile to the next (the old sum
+        is rescaled), falling or level, a tile of only -inf followed by finite values, NaN or +inf only in the last
+        tile (the tail where there is one)."""
+        inf = float("inf")
+        for dtype, cols in ((torch.float32, 4500), (torch.float32, 8192), (torch.bfloat16, 9000),
+                            (torch.bfloat16, 16384)):
+            for plan in ("block_online", "split_row"):
+                tile = triton_softmax.launch_config(plan, dtype, triton.next_power_of_2(cols)).block_n
+                self.assertGreater(cols, tile)  # the full-tile loop runs, and the last tile...
+                last = cols - tile if cols % tile == 0 else cols - cols % tile  # ...is whole or the masked tail
+                x = torch.randn(8, cols)
+                x[0, last + 5] = float("nan")                 # NaN in the last tile only: NaN row
+                x[1, :] = -inf                                # all -inf: NaN row
+                x[2, :tile] = -inf                            # a tile of only -inf, then finite values
+                x[3, cols - 1] = inf                          # +inf in the last tile: NaN row, as torch
+                x[4] = torch.linspace(-30.0, 30.0, cols)      # every thread's max rises
+                x[5] = torch.linspace(30.0, -30.0, cols)      # every thread's max stays
+                x[6, tile:] = x[6, :cols - tile]              # level: equal elements meet
+                x[7, ::3] = -inf                              # -inf elements among finite ones
+                x = x.to(dtype)
+                ref = torch.softmax(x.double(), -1)
+                finite = ~ref.isnan()
+                with self.subTest(plan=plan, dtype=dtype, cols=cols, tail=cols % tile):
+                    y = cp.softmax(x, backend="triton", plan=plan).double()
+                    self.assertTrue(torch.equal(y.isnan(), ref.isnan()), f"NaN pattern: {y.isnan().sum(-1)}")
+                    if dtype == torch.float32:
+                        self.assertLessEqual(float((y[finite] - ref[finite]).abs().max()), 1e-6)
+                    else:
+                        self.assertLessEqual(relative_error(y[finite], ref[finite]), TOLERANCE[dtype])
 
     def test_large_fp16_values_do_not_overflow(self):
         x = (torch.rand(3, 130) * 60000 + 5000).half()

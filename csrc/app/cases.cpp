@@ -10,7 +10,7 @@ namespace cp::app {
 //   1-6  softmax forward validation, small shapes, one softmax_parallel launch each
 //   7    softmax forward 1024x1024 float32 (softmax_parallel_warp_per_row_fwd): the case that
 //        `ncu [--kernel-name regex:softmax_parallel] --launch-skip 6 --launch-count 1` selects
-//   8..  every softmax plan x dtype, forward and backward (split_row: a memset + one launch)
+//   8..  every softmax plan x dtype, forward and backward
 //   then copy.
 CaseList all_cases(int device) {
   CaseList cases;

@@ -35,9 +35,9 @@ const char* kUsage =
     "  --seed N            seed for the random inputs (default: fresh each run, printed)\n"
     "  --reps N            timed launches per case (default 50; median reported)\n"
     "\n"
-    "Launch order: validation launches run in --list order, one kernel launch per case (split_row\n"
-    "softmax cases: a memset, then one), so `ncu --launch-skip 6 --launch-count 1 cuda_portfolio --test-only`\n"
-    "profiles case 7, the 1024x1024 softmax_parallel forward.\n"
+    "Launch order: validation launches run in --list order, one kernel launch per case, so\n"
+    "`ncu --launch-skip 6 --launch-count 1 cuda_portfolio --test-only` profiles case 7, the 1024x1024\n"
+    "softmax_parallel forward.\n"
     "Exit codes: 0 all passed, 1 a case failed, 2 bad usage, 3 no usable CUDA GPU.\n";
 
 struct Options {

@@ -80,6 +80,7 @@
 #include <type_traits>
 
 #include "common/cuda_check.h"
+#include "common/gpu_sync.cuh"
 #include "common/hopper_async.cuh"
 #include "common/numeric.cuh"
 #include "gemm/gemm_versions.h"
@@ -177,22 +178,7 @@ __device__ __forceinline__ float4 ld_shared_v4(std::uint32_t addr) {
   return v;
 }
 
-// Split-K hand-off between blocks, through a counter in global memory (gpu scope).
-__device__ __forceinline__ unsigned atom_add_relaxed_gpu(unsigned* p, unsigned v) {
-  unsigned old;
-  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-}
-// Release: the fence orders every write this thread has observed (its block's partial stores,
-// through the named barrier before it) before the increment.
-__device__ __forceinline__ void fence_red_add_gpu(unsigned* p, unsigned v) {
-  asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
+// Split-K hand-off between blocks: atom_add_relaxed_gpu, fence_red_add_gpu, ld_acquire_gpu (common/gpu_sync.cuh).
 
 template <int kRegs>
 __device__ __forceinline__ void setmaxnreg_inc() {
@@ -716,10 +702,14 @@ void dispatch_tile(const TilePlan& plan, const ConstMatrixView& a, const ConstMa
   else dispatch_layouts<T, Wide>(a, b, c, partials, counters, p, grid, stream);
 }
 
-// Split-K workspace: one counter per output tile (padded to kCounterAlign bytes), then
-// tiles x splits fp32 partial tiles of the tile's size.
-std::size_t counter_bytes(std::int64_t tiles) {
-  return (static_cast<std::size_t>(tiles) * sizeof(unsigned) + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
+// Split-K workspace: the tile counters, then tiles x splits fp32 partial tiles of the tile's size.
+// The counter region has one size per GPU, room for the most tiles that split K (half the SMs:
+// split_count), padded to kCounterAlign bytes: a stream's workspace serves launches of every shape,
+// and a region sized per launch would let a launch with more tiles read the partials an earlier
+// one left where its counters now start (64 tiles then 66 on 132 SMs: 256 then 512 bytes).
+std::size_t counter_bytes(int sm_count) {
+  const auto most_tiles = static_cast<std::size_t>(std::max(1, sm_count / 2));
+  return (most_tiles * sizeof(unsigned) + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
 
 }  // namespace
@@ -730,7 +720,7 @@ std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64
   const TilePlan plan = tile_plan(m, n, k, sm_count, false);
   if (plan.splits == 1) return 0;
   const std::int64_t tiles = ((m + plan.bm - 1) / plan.bm) * ((n + plan.bn - 1) / plan.bn);
-  return counter_bytes(tiles) + static_cast<std::size_t>(tiles) * plan.splits * plan.bm * plan.bn * sizeof(float);
+  return counter_bytes(sm_count) + static_cast<std::size_t>(tiles) * plan.splits * plan.bm * plan.bn * sizeof(float);
 }
 
 std::string wgmma_tma_config(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
@@ -761,7 +751,7 @@ void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, 
   float* partials = nullptr;
   if (p.splits > 1) {
     // The counters are zero: the caller zeroed the workspace once, and every launch leaves them so.
-    const std::size_t cbytes = counter_bytes(static_cast<std::int64_t>(p.tiles_m) * p.tiles_n);
+    const std::size_t cbytes = counter_bytes(sm_count);
     counters = static_cast<unsigned*>(workspace);
     partials = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + cbytes);
   }

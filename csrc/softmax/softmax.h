@@ -37,7 +37,12 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
 // "" when `plan` can run this shape on `device` (forward and backward), else the reason.
 std::string softmax_plan_unsupported(SoftmaxPlan plan, DType dtype, std::int64_t rows, std::int64_t cols,
                                      int device);
-// Scratch bytes forward/backward need for this plan and shape (0 for most plans).
+// Scratch bytes forward/backward need for this plan and shape (0 for most plans; split_row: its
+// counters and per-slice partials). The caller owns the scratch, so that no launch allocates,
+// synchronises or memsets, and zeroes it once when it allocates it: it must be all zero at launch,
+// and every launch leaves it all zero, whatever shape the next launch on it runs. Launches that may
+// run at the same time need scratch of their own (Python keeps one per device and stream; the
+// executable one per case).
 std::size_t softmax_workspace_bytes(SoftmaxPlan plan, DType dtype, std::int64_t rows, std::int64_t cols,
                                     int device);
 

@@ -12,8 +12,12 @@
 // and slices <= co-resident blocks (occupancy API x SMs), so the blocks a spinning block waits for
 // are already resident or can still be scheduled (the argument CUB's decoupled look-back uses).
 // Rows longer than that capacity get multi-tile slices, read twice (second read from L2).
-// Bound: DRAM bytes (forward 2x, backward 3x the tensor) plus one arrival round trip per row;
-// the workspace counters are zeroed by a cudaMemsetAsync before the kernel (graph-capturable).
+// Bound: DRAM bytes (forward 2x, backward 3x the tensor) plus one arrival round trip per row.
+// Workspace: [ticket][row counter x rows], then (16-byte aligned) the partials (V x rows x slices).
+// All of it is zero at launch and the kernel leaves it zero (RowExchange and draw_ticket in
+// softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no memset per call.
+// Each block draws one ticket, so the draw of ticket gridDim.x - 1 resets the ticket counter; a
+// row's last slice to arrive resets its counter and partials once the others have read them.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -28,32 +32,47 @@ namespace {
 
 constexpr int kThreads = 512;
 
-// Workspace: [ticket][arrivals x rows] (zeroed per call), then the partials (V x rows x slices).
+// Workspace layout (header comment): counters_bytes of counters, then the partials.
 struct SplitLayout {
   std::int64_t slices, slice_len;
   std::size_t counters_bytes, total_bytes;
 };
 
+// This block's ticket and the row word it counts its departure on (null: it arrived last, so it
+// resets the row at the end instead). In shared memory, so that the exchange keeps no registers
+// live across the partials' reads and the slice's output writes: the 16-bit forward kernels sit at
+// their 64-register cap.
+struct BlockTicket {
+  unsigned ticket;
+  unsigned* departs_on;
+};
+
+__device__ __forceinline__ BlockTicket& block_ticket() {
+  __shared__ BlockTicket b;
+  return b;
+}
+
 // Scope of one row slice: block reduction, then the exchange through global memory.
 template <typename V>
 struct GridScope {
-  V* row_partials;        // this row's `slices` slots
-  unsigned* row_arrivals;  // this row's arrival counter
+  V* row_partials;     // this row's `slices` slots
+  unsigned* row_word;  // this row's counter word
   int slices, slice;
 
   __device__ V reduce(V v) const {
     v = block_reduce(v);
     if (threadIdx.x == 0) {
       store_cg(row_partials + slice, v);
-      __threadfence();  // the partial is visible before the arrival is counted
-      atomicAdd(row_arrivals, 1u);
-      while (*static_cast<volatile unsigned*>(row_arrivals) < static_cast<unsigned>(slices)) __nanosleep(64);
-      __threadfence();
+      RowExchange row{row_word, slices};
+      row.arrive();
+      block_ticket().departs_on = row.last_to_arrive ? nullptr : row_word;
     }
     __syncthreads();
     V acc = reduce_identity<V>();
     for (int i = threadIdx.x; i < slices; i += blockDim.x) acc = combine(acc, load_cg(row_partials + i));
-    return block_reduce(acc);
+    acc = block_reduce(acc);  // its barriers: every thread has read the partials
+    if (threadIdx.x == 0 && block_ticket().departs_on != nullptr) RowExchange{block_ticket().departs_on, slices}.depart();
+    return acc;
   }
 };
 
@@ -62,11 +81,25 @@ struct Ticket {
   int slice;
 };
 
+// One ticket per block: the last one (gridDim.x - 1) resets the counter.
 __device__ __forceinline__ Ticket take_ticket(unsigned* ticket_counter, int slices) {
-  __shared__ unsigned ticket;
-  if (threadIdx.x == 0) ticket = atomicAdd(ticket_counter, 1u);
+  if (threadIdx.x == 0) block_ticket().ticket = draw_ticket(ticket_counter, gridDim.x - 1);
   __syncthreads();
+  const unsigned ticket = block_ticket().ticket;
   return {static_cast<std::int64_t>(ticket / slices), static_cast<int>(ticket % slices)};
+}
+
+// The row's last slice to arrive resets the row (thread 0, one block per row). Not inlined: inlined
+// at the end of the kernel, ptxas spilled 4 bytes in the 16-bit forward kernels (64 registers).
+template <typename V>
+__device__ __noinline__ void reset_row(unsigned* counters, V* partials, int slices) {
+  const std::int64_t row = block_ticket().ticket / slices;
+  RowExchange{counters + 1 + row, slices, true}.finish(partials + row * slices);
+}
+// At the end of the block, after its slice is written.
+template <typename V>
+__device__ __forceinline__ void finish_row(unsigned* counters, V* partials, int slices) {
+  if (threadIdx.x == 0 && block_ticket().departs_on == nullptr) reset_row(counters, partials, slices);
 }
 
 template <typename T, int kVecs>
@@ -78,6 +111,7 @@ __global__ __launch_bounds__(kThreads, 2) void softmax_parallel_split_row_fwd(
   const std::int64_t begin = t.slice * slice_len;
   softmax_segment_forward<T, kVecs>(x + t.row * x_stride, y + t.row * y_stride, begin, std::min(cols, begin + slice_len),
                                     threadIdx.x, kThreads, aligned, scope);
+  finish_row(counters, partials, slices);
 }
 
 template <typename T, int kVecs>
@@ -90,6 +124,7 @@ __global__ __launch_bounds__(kThreads, 2) void softmax_parallel_split_row_bwd(
   const std::int64_t begin = t.slice * slice_len;
   softmax_segment_backward<T, kVecs>(y + t.row * y_stride, dy + t.row * dy_stride, dx + t.row * dx_stride, begin,
                                      std::min(cols, begin + slice_len), threadIdx.x, kThreads, aligned, scope);
+  finish_row(counters, partials, slices);
 }
 
 // Slices: as many one-tile slices as the row needs, capped by the co-resident block count.
@@ -106,6 +141,7 @@ SplitLayout split_layout(Kernel kernel, std::int64_t rows, std::int64_t cols, in
   std::int64_t slices = std::min(capacity, (cols + tile_elems - 1) / tile_elems);
   const std::int64_t slice_len = ((cols + slices - 1) / slices + W - 1) / W * W;  // 16-byte aligned slices
   slices = (cols + slice_len - 1) / slice_len;
+  if (slices >= kMaxRowSlices) throw std::invalid_argument("softmax split_row: too many slices per row");
   SplitLayout l{slices, slice_len, 0, 0};
   l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(1 + rows);
   const std::size_t partials_offset = (l.counters_bytes + 15) / 16 * 16;
@@ -127,11 +163,11 @@ V* partials_of(const LaunchContext& ctx, const SplitLayout& l) {
   return reinterpret_cast<V*>(static_cast<char*>(ctx.workspace) + (l.counters_bytes + 15) / 16 * 16);
 }
 
-void prepare_workspace(const LaunchContext& ctx, const SplitLayout& l) {
+// The workspace must hold the layout and be zero (the caller zeroed it once; launches leave it so).
+void check_workspace(const LaunchContext& ctx, const SplitLayout& l) {
   if (ctx.workspace == nullptr || ctx.workspace_bytes < l.total_bytes)
     throw std::invalid_argument("softmax split_row: workspace of " + std::to_string(ctx.workspace_bytes) +
                                 " bytes given, " + std::to_string(l.total_bytes) + " needed");
-  CP_CUDA_CHECK(cudaMemsetAsync(ctx.workspace, 0, l.counters_bytes, ctx.stream));
 }
 
 unsigned split_grid(std::int64_t rows, const SplitLayout& l) {
@@ -160,7 +196,7 @@ void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
 #endif
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const SplitLayout l = forward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
-    prepare_workspace(ctx, l);
+    check_workspace(ctx, l);
     softmax_parallel_split_row_fwd<T, max_units(1)><<<split_grid(op.rows, l), kThreads, 0, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
         static_cast<int>(l.slices), l.slice_len, op.aligned, static_cast<unsigned*>(ctx.workspace),
@@ -175,7 +211,7 @@ void split_row_backward(const RowOperands& op, const LaunchContext& ctx) {
 #endif
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const SplitLayout l = backward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
-    prepare_workspace(ctx, l);
+    check_workspace(ctx, l);
     softmax_parallel_split_row_bwd<T, max_units(2)><<<split_grid(op.rows, l), kThreads, 0, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
         static_cast<T*>(op.out), op.out_stride, op.cols, static_cast<int>(l.slices), l.slice_len,

@@ -35,6 +35,14 @@
 // reached that point before the exchange anyway, so the wait costs them nothing.
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
 // exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
+// Workspace: [ticket][row counter x rows], then (16-byte aligned) the partials (V x rows x slices).
+// All of it is zero at launch and the kernel leaves it zero (RowExchange and draw_ticket in
+// softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no memset per call.
+// Every producer draws tickets until its first one past the last job, so the launch hands out
+// rows x slices + gridDim.x tickets and the draw of the last resets the counter (each producer has
+// then drawn its end ticket: none draws again). Rows of several slices: the row's last slice to
+// arrive resets its counter and partials at the end of its job, once the others have read them (the
+// wait is behind its own pass 2). Single-slice rows touch neither.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -161,8 +169,9 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
                         const std::int64_t (&stride)[kOps], unsigned* ticket_counter) {
   constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
   const std::uint64_t keep = l2_policy_evict_last(), drop = l2_policy_evict_first();
+  const unsigned last_ticket = static_cast<unsigned>(p.rows * p.slices) + gridDim.x - 1;  // host-checked: no wrap
   for (;;) {
-    const unsigned ticket = atomicAdd(ticket_counter, 1u);
+    const unsigned ticket = draw_ticket(ticket_counter, last_ticket);
     const Job job{static_cast<std::int64_t>(ticket / p.slices), static_cast<int>(ticket % p.slices)};
     mbar_wait(&r.empty[r.stage], r.phase ^ 1);
     if (job.row >= p.rows) {
@@ -234,23 +243,22 @@ __device__ __forceinline__ V consumers_reduce(V v) {
 
 // The row's statistics from this slice's: with one slice, the slice's; else publish it in the
 // workspace, count the arrival, wait for the row's other slices and combine all of them in slice
-// order (every block of the row gets the same bits).
+// order (every block of the row gets the same bits), then count the departure. Consumer thread 0's
+// `row` says whether this block resets the row (row.finish(), at the end of the job).
 template <typename V>
-__device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem& p, unsigned* arrivals, V* partials) {
+__device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem& p, RowExchange& row, V* row_partials) {
   v = consumers_reduce(v);
   if (p.slices == 1) return v;
-  V* row_partials = partials + job.row * p.slices;
   if (threadIdx.x == 0) {
     store_cg(row_partials + job.slice, v);
-    __threadfence();  // the partial is visible before the arrival is counted
-    atomicAdd(arrivals + job.row, 1u);
-    while (*static_cast<volatile unsigned*>(arrivals + job.row) < static_cast<unsigned>(p.slices)) __nanosleep(64);
-    __threadfence();
+    row.arrive();
   }
   named_barrier(kConsumerBarrier, kConsumerThreads);
   V acc = reduce_identity<V>();
   for (int i = threadIdx.x; i < p.slices; i += kConsumerThreads) acc = combine(acc, load_cg(row_partials + i));
-  return consumers_reduce(acc);
+  acc = consumers_reduce(acc);  // its named barriers: every consumer has read the partials
+  if (threadIdx.x == 0) row.depart();
+  return acc;
 }
 
 // Barriers and the job ring; thread 0 initialises them. Returns the ring over the dynamic
@@ -278,7 +286,7 @@ __device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
 // outside the body (edge_stat, store_edge). Threads 0-14 load those (load_edge) before the body,
 // so the latency hides behind it, and keep them in registers until pass 2 writes them.
 template <typename Math, int kOps>
-__device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, unsigned* arrivals,
+__device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, unsigned* row_words,
                                         typename Math::V* partials, const Math& math) {
   using V = typename Math::V;
   constexpr std::int64_t kChunkElems = Math::kChunkElems;
@@ -294,7 +302,9 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
       if (c0 > body.begin) r.wait_full();
       acc = math.fold(r, static_cast<int>((c1 - c0) / Math::W), acc);
     }
-    const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, arrivals, partials);
+    RowExchange row{row_words + job.row, p.slices};
+    V* row_partials = partials + job.row * p.slices;
+    const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, row, row_partials);
     if (p.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
     for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
       c1 = chunk_end(c0, body, kChunkElems);
@@ -302,6 +312,7 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
       math.emit(r, static_cast<int>((c1 - c0) / Math::W), job.row, c0, total);
     }
     math.store_edge(job, edge, total);
+    if (p.slices > 1 && threadIdx.x == 0) row.finish(row_partials);
   }
 }
 
@@ -439,7 +450,7 @@ __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream
   consume(r, p, counters + 1, partials, BackwardMath<T>{{{y, dy}, {y_stride, dy_stride}, dx, dx_stride}});
 }
 
-// Workspace: [ticket][arrivals x rows] (zeroed per call), then the partials (V x rows x slices).
+// Workspace layout (header comment): counters_bytes of counters, then the partials at partials_offset.
 struct StreamLayout {
   StreamProblem problem;
   int grid;
@@ -497,6 +508,9 @@ StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int
     --slices;
     slice_units = (most + slices - 1) / slices;
   }
+  // The row counter word counts slices in 16 bits; the tickets (rows x slices + grid) fit 32.
+  if (slices >= kMaxRowSlices || rows * slices + grid > 0xffffffffLL)
+    throw std::invalid_argument("softmax split_row: too many slices or jobs for the streamed kernel's counters");
   StreamLayout l{};
   l.problem = {rows, cols, slice_units, static_cast<int>(slices)};
   l.grid = static_cast<int>(grid);
@@ -512,7 +526,7 @@ void prepare(Kernel kernel, const StreamLayout& l, const LaunchContext& ctx) {
     throw std::invalid_argument("softmax split_row: workspace of " + std::to_string(ctx.workspace_bytes) +
                                 " bytes given, " + std::to_string(l.total_bytes) + " needed");
   CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingBytes));
-  CP_CUDA_CHECK(cudaMemsetAsync(ctx.workspace, 0, l.counters_bytes, ctx.stream));
+  // No memset: the workspace is zero (the caller zeroed it once; every launch leaves it so).
 }
 
 template <typename V>

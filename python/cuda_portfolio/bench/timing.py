@@ -100,7 +100,7 @@ class LaunchTimer:
         self.estimate_ms = statistics.median(self._time_single(launch) for launch in self.launches[:3])
         if self.method == "graph":
             try:
-                self._capture()
+                self._capture(warm)
             except Exception as exc:  # a provider that syncs, allocates outside the pool, ...
                 self._graph = None
                 torch.cuda.synchronize()
@@ -117,19 +117,21 @@ class LaunchTimer:
         end.synchronize()
         return start.elapsed_time(end)
 
-    def _capture(self) -> None:
+    def _capture(self, stream: torch.cuda.Stream) -> None:
         copies = len(self.launches)
         wanted = math.ceil(self.settings.sample_target_ms / max(self.estimate_ms, 1e-4))
         per_sample = min(MAX_LAUNCHES_PER_GRAPH, max(copies, wanted))
         per_sample = math.ceil(per_sample / copies) * copies
-        # A throwaway capture first: state a provider creates on its first call on the capture stream
-        # (the CUDA GEMM's per-stream split-K workspace, zeroed once) lands in that graph, not in the
-        # timed one.
-        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+        # Captured on the warm-up stream: the native per-stream workspaces (the CUDA GEMM's split-K
+        # counters, the split_row softmax's; zeroed once) exist from the eager warm-up, so the timed
+        # graph reuses them without a memset node (one first made during a capture is not kept:
+        # native/_workspace.py). A throwaway capture first: other state a provider creates on its first
+        # call in a capture lands in that graph, not in the timed one.
+        with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=stream):
             for launch in self.launches:
                 launch()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, stream=stream):
             for i in range(per_sample):
                 output = self.launches[i % copies]()
         self._graph, self.launches_per_sample = graph, per_sample

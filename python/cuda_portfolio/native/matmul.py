@@ -12,31 +12,17 @@ from __future__ import annotations
 import torch
 
 from . import DTYPE_NAMES, native_module, stream_and_device
+from ._workspace import Pools, zeroed_workspace
 
 # Layout each version reads without a copy: "any" strides, "row" (unit column stride) or
 # "unit" (a unit stride in either dimension).
 _LAYOUT = {"naive": "any", "smem_tiled": "any", "register_blocked": "any", "mma_sync": "row", "wgmma_tma": "unit"}
 
 
-# Split-K scratch (wgmma_tma), per (device, stream), zeroed once when made: gemm() needs its tile counters
-# zero at launch and leaves them zero, so no launch pays a memset. Launches on one stream run in order
-# and share it; each stream gets its own (torch hands out streams from a small pool, so the buffers stay
-# few). Buffers are never freed, because a captured CUDA graph keeps the address it was captured with.
-# Such a graph must therefore not be replayed on another stream at the same time as GEMMs on the stream
-# it was captured on: the two would share counters. A buffer first made during a capture is zeroed by a
-# memset node in that graph.
-_WORKSPACES: dict[tuple[int, int], list[torch.Tensor]] = {}
-
-
-def _workspace(nbytes: int, device: int, stream: int) -> torch.Tensor:
-    """A zero-initialised scratch buffer of at least nbytes for launches on `stream`."""
-    pool = _WORKSPACES.setdefault((device, stream), [])
-    for buffer in pool:
-        if buffer.numel() >= nbytes:
-            return buffer
-    buffer = torch.zeros(nbytes, dtype=torch.uint8, device=f"cuda:{device}")
-    pool.append(buffer)
-    return buffer
+# Split-K scratch (wgmma_tma), per (device, stream), zeroed once when made (native/_workspace.py): gemm()
+# needs its tile counters zero at launch and leaves them zero, so no launch pays a memset. The GEMM's own
+# pools: it leaves its partial tiles in the scratch, which the softmax's contract (all zero) forbids.
+_WORKSPACES: Pools = {}
 
 
 def kernels() -> list[str]:
@@ -123,7 +109,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel: str, all
     module = native_module()
     dtype = DTYPE_NAMES[a.dtype]
     workspace_bytes = module.gemm_workspace_bytes(kernel, dtype, m, n, k, device)
-    workspace = _workspace(workspace_bytes, device, stream) if workspace_bytes else None
+    workspace = zeroed_workspace(_WORKSPACES, workspace_bytes, device, stream) if workspace_bytes else None
     module.gemm(kernel, dtype, allow_tf32, m, n, k, a.data_ptr(), *_strides(a), b.data_ptr(), *_strides(b),
                 out.data_ptr(), n, workspace.data_ptr() if workspace is not None else 0, workspace_bytes, stream,
                 device)

@@ -2,14 +2,20 @@
 
 Tensors are (rows, cols) views with unit column stride and any row stride >= cols; base pointers
 need not be 16-byte aligned (the kernels fall back to element accesses). Scratch memory (the
-split_row plan's partials and counters) comes from torch's caching allocator on x's device, so
-calls stay CUDA-graph capturable and never synchronize the host.
+split_row plan's counters and partials) is a buffer per (device, stream), zeroed once when made
+(native/_workspace.py): every launch leaves it zero, so no call pays a memset; calls stay CUDA-graph
+capturable and never synchronize the host.
 """
 from __future__ import annotations
 
 import torch
 
 from . import DTYPE_NAMES, native_module, row_stride, stream_and_device
+from ._workspace import Pools, zeroed_workspace
+
+# split_row scratch, per (device, stream): the softmax's own pools (it needs all of it zero, and the
+# GEMM leaves partial tiles in its own).
+_WORKSPACES: Pools = {}
 
 
 def plans() -> list[str]:
@@ -53,11 +59,11 @@ def _resolve(plan: str, t: torch.Tensor, direction: str) -> str:
     return plan
 
 
-def _workspace(plan: str, t: torch.Tensor, device: int) -> tuple[int, int, torch.Tensor | None]:
+def _workspace(plan: str, t: torch.Tensor, device: int, stream: int) -> tuple[int, int, torch.Tensor | None]:
     nbytes = native_module().softmax_workspace_bytes(plan, DTYPE_NAMES[t.dtype], t.shape[0], t.shape[1], device)
     if nbytes == 0:
         return 0, 0, None
-    buf = torch.empty(nbytes, dtype=torch.uint8, device=t.device)
+    buf = zeroed_workspace(_WORKSPACES, nbytes, device, stream)
     return buf.data_ptr(), nbytes, buf
 
 
@@ -67,7 +73,7 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
         return
     plan = _resolve(plan, x2d, "fwd")
     stream, device = stream_and_device(x2d)
-    ws_ptr, ws_bytes, _ws = _workspace(plan, x2d, device)  # freed after the launch is queued: stream-ordered
+    ws_ptr, ws_bytes, _ws = _workspace(plan, x2d, device, stream)  # pooled; or, made in a capture, freed stream-ordered
     native_module().softmax_forward(plan, DTYPE_NAMES[x2d.dtype], x2d.shape[0], x2d.shape[1], x2d.data_ptr(),
                                     row_stride(x2d), y2d.data_ptr(), row_stride(y2d), ws_ptr, ws_bytes, stream,
                                     device)
@@ -79,7 +85,7 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
         return
     plan = _resolve(plan, y2d, "bwd")
     stream, device = stream_and_device(y2d)
-    ws_ptr, ws_bytes, _ws = _workspace(plan, y2d, device)
+    ws_ptr, ws_bytes, _ws = _workspace(plan, y2d, device, stream)
     native_module().softmax_backward(plan, DTYPE_NAMES[y2d.dtype], y2d.shape[0], y2d.shape[1], y2d.data_ptr(),
                                      row_stride(y2d), dy2d.data_ptr(), row_stride(dy2d), dx2d.data_ptr(),
                                      row_stride(dx2d), ws_ptr, ws_bytes, stream, device)

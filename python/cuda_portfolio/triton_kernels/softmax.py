@@ -16,7 +16,7 @@ memory, which Triton cannot express):
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
   block_online   any cols (auto: many rows of <= 128 KiB): a persistent program walks rows;
-                 pass 1 keeps per-lane running (max, sum) vectors over BLOCK_N-column tiles
+                 pass 1 keeps per-thread running (max, sum) pairs over BLOCK_N-column tiles
                  (online softmax, one read), pass 2 walks the tiles backwards (the newest are still
                  in L2) to normalize and write. The persistent grid is sized so the rows in flight
                  fit in L2. Bound: bytes, 1 read + 1 write when pass 2 hits L2, up to 2 reads +
@@ -26,8 +26,10 @@ memory, which Triton cannot express):
                  its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
                  row's other chunks, combines the partials and normalizes its chunk at once,
                  re-reading it from L2 (all chunks in flight fit the L2 budget). Bound: bytes, as
-                 block_online, plus one exchange per row. The interpreter runs programs one after
-                 another, so a wait for another program would never end there: off the GPU every
+                 block_online, plus one exchange per row. The ticket and arrival counters reset
+                 themselves (the last program out zeroes them), so each stream's counters buffer is
+                 zeroed once when made, not per call (_counters). The interpreter runs programs one
+                 after another, so a wait for another program would never end there: off the GPU every
                  row is one chunk, and the exchange across programs runs on GPUs only.
 
 Bytes in flight, backward (block_online, split_row). A streaming program with plain loads has one tile
@@ -45,11 +47,11 @@ one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11
 so the forward keeps plain loads and several programs per SM (launch_config). So do backward rows outside
 Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
 slower (fb4210d), and 16-bit ones cannot use async copies at all; their stores, scalar, are not .cs either.
-(The forward's loss was put down to the pipeline's one program per SM, not to the one-exponential update,
-which came back later on its own: see below.)
+(The forward's loss was put down to the pipeline's one program per SM, not to that one-exponential update.)
 
-Exponentials are one MUFU.EX2 each (_exp, FAST_EXP2). block_online's online update takes one per element,
-split_row's first pass two (_online_max_sum, ONE_EXP): each form measured the faster in its plan (docs/perf-log.md).
+Exponentials are one MUFU.EX2 each (_exp, FAST_EXP2). The forward's first pass (_online_max_sum, both streaming
+plans) takes about one per element: each thread folds a tile's max over its own values first, then one exponential
+per element and one rescale per tile (docs/perf-log.md, "split_row's forward pass 1 in SASS").
 The forward's output stores are .cs, as the backward's, so y does not evict x lines still waiting for
 their second read.
 
@@ -97,12 +99,14 @@ STREAM_PROGRAMS_PER_SM = 1
 # ~1 program per SM at these rows) did not move with the same setting.
 SPLIT_ROW_BWD_PROGRAMS_PER_SM = 2
 # Registers per thread the unpipelined streaming programs (forward; backward with unaligned rows) are
-# counted to need: Triton's ptxas (sm_90a, scripts/inspect_kernel.py) gives block_online's forward 60-64
-# (8 and 16 warps) and its unaligned backward 72-78. The persistent grid holds as many programs per SM as
-# that leaves room for, and each is capped at its share (maxnreg), so ptxas cannot take more and push the
-# grid's last programs into a second wave. The "64 warps per SM" rule this replaces counted 4 programs of
-# 16 warps (2 fit at 64 registers, 1 at 78): 2048x50257 bf16 ran 333 forward programs where 264 fit.
+# counted to need: Triton's ptxas (sm_90a, scripts/inspect_kernel.py) gives block_online's forward 47-64
+# (8 and 16 warps; 64, the cap, in the unaligned specialization) and its unaligned backward 72-78. The
+# persistent grid holds as many programs per SM as that leaves room for, and each is capped at its share
+# (maxnreg), so ptxas cannot take more and push the grid's last programs into a second wave. The "64 warps
+# per SM" rule this replaces counted 4 programs of 16 warps (2 fit at 64 registers, 1 at 78): 2048x50257 bf16
+# ran 333 forward programs where 264 fit.
 PLAIN_STREAM_REGISTERS = {"fwd": 64, "bwd": 80}
+COUNTER_RESET_BLOCK = tl.constexpr(256)  # split_row: arrival counters the last program zeroes per store (_leave)
 FLT_MAX = tl.constexpr(3.4028234663852886e38)
 LOG2E = tl.constexpr(1.4426950408889634)
 # exp(x) as 2^(x * log2 e) in one MUFU.EX2 (ex2.approx.ftz.f32), as the CUDA backend's fast_exp2.
@@ -141,33 +145,51 @@ def _softmax_grad_tile(y, dy):
 
 
 @triton.jit
-def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, ONE_EXP: tl.constexpr):
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _fold_tile(x, m, s, A: tl.constexpr, T: tl.constexpr, V: tl.constexpr):
+    """Fold one [BLOCK_N] tile into the state (m, s) of shape [T]: the tile viewed as [A, T, V], each slot's max over
+    its A * V values first, then one exponential per element and one rescale per slot. can_reorder lets Triton give
+    each slot whichever values keep the view free of data movement: in both 16-byte and scalar-load layouts (aligned
+    and unaligned rows) a slot is then one thread's values and the reductions stay in registers (checked in SASS at the
+    launched configurations).
+    Any partition of a tile's values among the slots gives the same (max, sum)."""
+    x3 = tl.reshape(x.to(tl.float32), [A, T, V], can_reorder=True)
+    m_new = tl.maximum(m, tl.reduce(tl.reduce(x3, 2, _max_nan), 0, _max_nan), propagate_nan=tl.PropagateNan.ALL)
+    e = _exp(x3 - m_new[None, :, None])
+    return m_new, s * _exp(m - m_new) + tl.sum(tl.sum(e, axis=2), axis=0)
+
+
+@triton.jit
+def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, THREADS: tl.constexpr):
     """(max, sum(exp(x - max))) of x_row[start:stop] in one read, as fp32 scalars.
 
-    Each lane keeps its own running max and rescaled sum; lanes are combined once at the end.
-    ONE_EXP: one exponential per element: e = exp(-|x - m|) is the new element's term when x <= m, and
-    the old sum's rescale factor when x > m (the element then adds exp(0) = 1). Otherwise two: the old
-    sum rescaled by exp(m - m_new) plus exp(x - m_new). Measured on the H200 (session 12, forward, x copy):
-    in split_row's first pass (then a kernel of its own) two exponentials run 0.03-0.06 faster at every long
-    shape; in block_online one runs 0-0.02 faster at 131072 and 262144 columns and 0.02-0.03 slower at
-    2048x50257. Neither is explained yet (docs/perf-log.md, "Session 12"); each plan takes the form that won
-    most.
+    Per-thread state: THREADS (32 * num_warps) running (max, sum) pairs, each over one thread's values of every tile
+    (_fold_tile, V: the elements one 16-byte load gives a thread). Per tile, the thread's max first, then
+    exp(x - m_new) per element and s * exp(m - m_new) once: about 1 exponential per element where a per-element
+    state takes 2 (why: docs/perf-log.md, "split_row's forward pass 1 in SASS"). The span's full tiles load
+    unmasked, its partial last tile masked. A tile smaller than THREADS * V keeps BLOCK_N / V pairs (A = 1).
     The running max starts at -FLT_MAX, not -inf, so no x - m is -inf - -inf (NaN): -inf elements add
-    exp(-inf) = 0, and a lane or span of only -inf returns (-FLT_MAX, 0), whose 1/0 makes an all -inf row
-    NaN in the normalize pass (0 * inf), as torch. NaN in x makes the max, then s, NaN.
+    exp(-inf) = 0, and a thread or span of only -inf returns (-FLT_MAX, 0), whose 1/0 makes an all -inf row
+    NaN in the normalize pass (0 * inf), as torch. NaN in x makes the max (NaN-propagating), then s, NaN; +inf
+    makes x - m_new = inf - inf, NaN, as torch.
     """
-    m = tl.full([BLOCK_N], -FLT_MAX, tl.float32)
-    s = tl.zeros([BLOCK_N], tl.float32)
-    for tile in range(start, stop, BLOCK_N):
-        col = tile + tl.arange(0, BLOCK_N)
-        x = tl.load(x_row + col, mask=col < stop, other=float("-inf"), eviction_policy="evict_last").to(tl.float32)
-        m_new = tl.maximum(m, x, propagate_nan=tl.PropagateNan.ALL)
-        if ONE_EXP:
-            e = _exp(-tl.abs(x - m))
-            s = tl.where(x > m, s * e + 1.0, s + e)
-        else:
-            s = s * _exp(m - m_new) + _exp(x - m_new)
-        m = m_new
+    V: tl.constexpr = min(BLOCK_N, 128 // x_row.dtype.element_ty.primitive_bitwidth)
+    T: tl.constexpr = min(THREADS, BLOCK_N // V)
+    A: tl.constexpr = BLOCK_N // (T * V)
+    m = tl.full([T], -FLT_MAX, tl.float32)
+    s = tl.zeros([T], tl.float32)
+    full_stop = start + (stop - start) // BLOCK_N * BLOCK_N
+    for tile in range(start, full_stop, BLOCK_N):
+        x = tl.load(x_row + tile + tl.arange(0, BLOCK_N), eviction_policy="evict_last")
+        m, s = _fold_tile(x, m, s, A, T, V)
+    if full_stop < stop:
+        col = full_stop + tl.arange(0, BLOCK_N)
+        x = tl.load(x_row + col, mask=col < stop, other=float("-inf"), eviction_policy="evict_last")
+        m, s = _fold_tile(x, m, s, A, T, V)
     m_all = tl.max(m, axis=0)
     return m_all, tl.sum(s * _exp(m - m_all), axis=0)
 
@@ -275,10 +297,11 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
 # ----------------------------------------------------------------------------- block_online
 
 @triton.jit
-def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr):
+def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
+                                    THREADS: tl.constexpr):
     for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
         x_row = x_ptr + row * x_row_stride
-        row_max, row_sum = _online_max_sum(x_row, 0, cols, BLOCK_N, ONE_EXP=True)
+        row_max, row_sum = _online_max_sum(x_row, 0, cols, BLOCK_N, THREADS)
         _normalize_span_reversed(x_row, y_ptr + row * y_row_stride, 0, cols, row_max, 1.0 / row_sum, BLOCK_N)
 
 
@@ -293,19 +316,48 @@ def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 
 
 # ----------------------------------------------------------------------------- split_row
-# One persistent kernel per direction. Jobs are (row, chunk) pairs in row-major order, handed out by a ticket
-# counter (counters[0]) in the order programs ask; counters[1 + row] counts the row's chunks whose partial is
-# published. A program runs pass 1 over its chunk, publishes the partial, waits for its row's other chunks, then
-# runs pass 2 over the same chunk at once, so the re-read follows the first read on the same SM while the chunk
-# is still in L2 (CUDA v13's order; the job stream that put other jobs between the two reads lost L2, perf log).
+# One persistent kernel per direction. Counters (int32): [ticket, exits, arrivals x rows]. Jobs are (row, chunk)
+# pairs in row-major order, handed out by the ticket counter in the order programs ask; arrivals[row] counts the
+# row's chunks whose partial is published. A program runs pass 1 over its chunk, publishes the partial, waits for
+# its row's other chunks, then runs pass 2 over the same chunk at once, so the re-read follows the first read on
+# the same SM while the chunk is still in L2 (CUDA v13's order; the job stream that put other jobs between the two
+# reads lost L2, perf log).
 # Deadlock freedom: a program holds one job at a time and tickets go out in order, so the oldest unfinished
 # row's chunks are all held by running programs that wait for nothing else; chunks <= programs, and every
 # program is resident (the grid is what the registers hold, each capped to its share).
+# The counters must be zero at launch, and every launch leaves them zero (_leave), as the CUDA GEMM's split-K tile
+# counters (csrc/gemm/gemm_05_wgmma_tma_sm90a.cu): the host zeroes a pooled buffer once (_counters), not per call,
+# because the memset launch cost a few microseconds of a 30-50 us kernel at 4x4194304.
 
 
 @triton.jit
 def _take_ticket(counters_ptr):
     return tl.atomic_add(counters_ptr, 1, sem="relaxed")
+
+
+@triton.jit(noinline=True)
+def _leave(counters_ptr, jobs, chunks):
+    """Called by every program once its job loop has ended: the last program out zeroes the counters
+    ([ticket, exits, arrivals x rows], rows = jobs / chunks; chunks is 0 only for rows of no columns, and then there
+    are no jobs) for the next launch.
+
+    Memory order: a program reaches its exit only after its last wait succeeded and its last ticket came back
+    >= jobs, and its acq_rel add on `exits` releases all that. The add that returns programs - 1 acquires every
+    earlier one (read-modify-writes of one location form a release sequence), so every other program's ticket,
+    arrival and poll happens before the zeroing stores, and no program of this launch touches the counters after
+    them. The kernel boundary makes the zeros visible to the next launch on the stream. (Scalar atomics run on
+    one thread of the program, and Triton broadcasts the result through shared memory behind a barrier before
+    the other threads store.)
+    Not inlined: inlined, this tail made ptxas spill 4 bytes in the 16-bit unaligned forward at its 64-register cap
+    (a loop-invariant shared-memory address, stored at entry and reloaded once per job); as a call (once per
+    program) every split_row kernel keeps its registers and spills nothing (ptxas, sm_90a)."""
+    if tl.atomic_add(counters_ptr + 1, 1, sem="acq_rel") == tl.num_programs(0) - 1:
+        rows = jobs // tl.maximum(chunks, 1)
+        for first in range(0, rows, COUNTER_RESET_BLOCK):
+            row = first + tl.arange(0, COUNTER_RESET_BLOCK)
+            tl.store(counters_ptr + 2 + row, tl.zeros([COUNTER_RESET_BLOCK], tl.int32), mask=row < rows)
+        tl.store(counters_ptr, 0)
+        tl.store(counters_ptr + 1, 0)
 
 
 @triton.jit
@@ -326,15 +378,16 @@ def _arrive_and_wait(arrivals_ptr, expected):
 
 @triton.jit
 def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, cols, x_row_stride, y_row_stride,
-                                 chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr):
+                                 chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr,
+                                 THREADS: tl.constexpr):
     job = _take_ticket(counters_ptr)
     while job < jobs:
         row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
         x_row = x_ptr + row * x_row_stride
-        chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, ONE_EXP=False)
+        chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, THREADS)
         tl.store(max_ptr + job, chunk_max)
         tl.store(sum_ptr + job, chunk_sum)
-        _arrive_and_wait(counters_ptr + 1 + row, chunks)
+        _arrive_and_wait(counters_ptr + 2 + row, chunks)
         part = tl.arange(0, CHUNKS_P2)
         part_max = tl.load(max_ptr + row * chunks + part, mask=part < chunks, other=float("-inf"),
                            cache_modifier=".cg")
@@ -343,6 +396,7 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
         row_sum = tl.sum(part_sum * _exp(part_max - row_max), axis=0)
         _normalize_span_reversed(x_row, y_ptr + row * y_row_stride, start, stop, row_max, 1.0 / row_sum, BLOCK_N)
         job = _take_ticket(counters_ptr)
+    _leave(counters_ptr, jobs, chunks)
 
 
 @triton.jit
@@ -355,12 +409,13 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, c
         y_row = y_ptr + row * y_row_stride
         dy_row = dy_ptr + row * dy_row_stride
         tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES))
-        _arrive_and_wait(counters_ptr + 1 + row, chunks)
+        _arrive_and_wait(counters_ptr + 2 + row, chunks)
         part = tl.arange(0, CHUNKS_P2)
         dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg"),
                      axis=0)
         _grad_span_reversed(y_row, dy_row, dx_ptr + row * dx_row_stride, start, stop, dot, BLOCK_N, STREAM_STORES)
         job = _take_ticket(counters_ptr)
+    _leave(counters_ptr, jobs, chunks)
 
 
 # ----------------------------------------------------------------------------- launch configuration
@@ -487,6 +542,32 @@ def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, 
     return max(1, min(rows, resident, in_l2))
 
 
+# split_row's counters ([ticket, exits, arrivals x rows], int32), per (device, stream), zeroed once when made: the
+# kernels need them zero at launch and leave them zero (_leave), so no call pays a memset launch. Launches on one
+# stream run in order and share a buffer, forward and backward alike; each stream gets its own (torch hands out
+# streams from a small pool, so the buffers stay few). A buffer serves any launch of at most numel - 2 rows. Buffers
+# are never freed, because a captured CUDA graph keeps the address it was captured with. Such a graph must therefore
+# not be replayed on another stream at the same time as split_row launches on the stream it was captured on: the
+# two would share counters. A capture that finds no buffer large enough gets one of its own, zeroed by a memset node
+# in the graph and kept out of the pool: its zeros exist only once the graph has run, so no launch outside the graph
+# may use it. A launch that never finishes (an aborted kernel) leaves its buffer nonzero. Interpreter (CPU) tensors
+# key on (device, 0).
+_COUNTERS: dict[tuple[torch.device, int], list[torch.Tensor]] = {}
+
+
+def _counters(rows: int, device: torch.device) -> torch.Tensor:
+    """A zeroed int32 counters buffer of at least 2 + rows for a split_row launch on device's current stream."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    pool = _COUNTERS.setdefault((device, stream), [])
+    for buffer in pool:
+        if buffer.numel() >= 2 + rows:
+            return buffer
+    buffer = torch.zeros(2 + rows, dtype=torch.int32, device=device)
+    if not (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+        pool.append(buffer)
+    return buffer
+
+
 def _split_geometry(rows: int, cols: int, bytes_per_col: int, config: LaunchConfig,
                     device: torch.device) -> tuple[int, int, int]:
     """(chunks per row, columns per chunk, programs) for split_row: every resident program holds one chunk, and
@@ -583,16 +664,17 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
     elif plan == "block_online":
         grid = (_persistent_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
-                                              num_warps=config.num_warps, maxnreg=config.maxnreg)
+                                              THREADS=32 * config.num_warps, num_warps=config.num_warps,
+                                              maxnreg=config.maxnreg)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, x2d.element_size(), config, x2d.device)
-        counters = torch.zeros(1 + rows, dtype=torch.int32, device=x2d.device)  # ticket, then arrivals per row
+        counters = _counters(rows, x2d.device)  # zero; the kernel leaves it zero (split_row comment above _take_ticket)
         part_max = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
         part_sum = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
         softmax_fwd_split_row_kernel[(programs,)](
             x2d, y2d, part_max, part_sum, counters, cols, x_stride, y_stride, chunks, chunk_cols, rows * chunks,
-            BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), num_warps=config.num_warps,
-            maxnreg=config.maxnreg)
+            BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), THREADS=32 * config.num_warps,
+            num_warps=config.num_warps, maxnreg=config.maxnreg)
 
 
 def rows_aligned(tensors, cols: int) -> bool:
@@ -629,7 +711,7 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
                                               maxnreg=config.maxnreg)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, 2 * y2d.element_size(), config, y2d.device)
-        counters = torch.zeros(1 + rows, dtype=torch.int32, device=y2d.device)  # ticket, then arrivals per row
+        counters = _counters(rows, y2d.device)  # as the forward's
         part_dot = torch.empty(rows * chunks, dtype=torch.float32, device=y2d.device)
         softmax_bwd_split_row_kernel[(programs,)](
             y2d, dy2d, dx2d, part_dot, counters, cols, *strides, chunks, chunk_cols, rows * chunks,
@@ -678,10 +760,11 @@ def aot_specs(dtype: torch.dtype):
                     entries.append(("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel,
                                     without_rows(bwd), {"BLOCK_N": config.block_n}, config, both))
     entries += [
-        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd, {"BLOCK_N": stream.block_n}, stream,
-         both),
+        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
+         {"BLOCK_N": stream.block_n, "THREADS": 32 * stream.num_warps}, stream, both),
         ("softmax_fwd_split_row_kernel", softmax_fwd_split_row_kernel, split_fwd,
-         {"BLOCK_N": split.block_n, "CHUNKS_P2": 256}, split, both),
+         {"BLOCK_N": split.block_n, "CHUNKS_P2": 256, "THREADS": 32 * split.num_warps}, split,
+         both),
     ]
     for name, fn, sig, plan, extra in (
         ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd, "block_online", {}),

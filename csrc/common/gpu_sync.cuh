@@ -1,0 +1,24 @@
+// Hand-offs between blocks through counters in global memory (gpu scope, sm_70 and later): the
+// PTX wrappers the split-K GEMM (gemm_05_wgmma_tma_sm90a.cu) and the split_row softmax
+// (softmax_reduce.cuh, RowExchange) share.
+#pragma once
+
+namespace cp {
+
+__device__ __forceinline__ unsigned atom_add_relaxed_gpu(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+// Release: the fence orders every access this thread has made or observed (its block's, through a
+// barrier before it) before the increment.
+__device__ __forceinline__ void fence_red_add_gpu(unsigned* p, unsigned v) {
+  asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+}  // namespace cp
