@@ -30,11 +30,10 @@ def _capturing(device: int) -> bool:
 def zeroed_workspace(pools: Pools, nbytes: int, device: int, stream: int) -> torch.Tensor:
     """A zero-initialised uint8 scratch buffer of at least nbytes for launches on `stream` of `device`,
     from `pools` (made and pooled if none is big enough, unless a capture is under way)."""
-    pool = pools.setdefault((device, stream), [])
-    for buffer in pool:
+    for buffer in pools.get((device, stream), []):
         if buffer.numel() >= nbytes:
             return buffer
     buffer = torch.zeros(nbytes, dtype=torch.uint8, device=f"cuda:{device}")
     if not _capturing(device):
-        pool.append(buffer)
+        pools.setdefault((device, stream), []).append(buffer)
     return buffer

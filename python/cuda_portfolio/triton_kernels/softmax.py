@@ -558,13 +558,12 @@ _COUNTERS: dict[tuple[torch.device, int], list[torch.Tensor]] = {}
 def _counters(rows: int, device: torch.device) -> torch.Tensor:
     """A zeroed int32 counters buffer of at least 2 + rows for a split_row launch on device's current stream."""
     stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    pool = _COUNTERS.setdefault((device, stream), [])
-    for buffer in pool:
+    for buffer in _COUNTERS.get((device, stream), []):
         if buffer.numel() >= 2 + rows:
             return buffer
     buffer = torch.zeros(2 + rows, dtype=torch.int32, device=device)
     if not (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
-        pool.append(buffer)
+        _COUNTERS.setdefault((device, stream), []).append(buffer)
     return buffer
 
 
