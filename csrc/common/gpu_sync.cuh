@@ -1,6 +1,5 @@
 // Hand-offs between blocks through counters in global memory (gpu scope, sm_70 and later): the
-// PTX wrappers the split-K GEMM (gemm_05_wgmma_tma_sm90a.cu) and the split_row softmax
-// (softmax_reduce.cuh, RowExchange) share.
+// PTX wrappers of the split-K GEMM's tile counters (gemm_05_wgmma_tma_sm90a.cu).
 #pragma once
 
 namespace cp {

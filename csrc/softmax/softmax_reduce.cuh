@@ -9,7 +9,6 @@
 #include <limits>
 #include <type_traits>
 
-#include "common/gpu_sync.cuh"
 #include "common/numeric.cuh"
 
 namespace cp::softmax_detail {
@@ -360,10 +359,12 @@ __device__ __forceinline__ MaxSum load_cg(const MaxSum* p) {
 }
 
 // The split_row plans' workspace protocol (softmax_split_row.cu, softmax_split_row_stream_sm90a.cu):
-// a ticket counter, one counter word per row and the rows' partials (one slot per slice). The whole
-// workspace is zero at launch and every launch leaves all it touched zero again, so the caller zeroes
-// it once when it allocates it (no memset per launch), whatever shapes later launches on it run: a
-// launch with more rows puts its counters where an earlier one kept partials, so those are reset too.
+// a header of two counters (tickets, exits), one counter word per row and the rows' partials (one
+// slot per slice). The whole workspace is zero at launch and every launch leaves all it touched zero
+// again, so the caller zeroes it once when it allocates it (no memset per launch), whatever shapes
+// later launches on it run: a launch with more rows puts its counters where an earlier one kept
+// partials, so those are reset too.
+constexpr int kWorkspaceHeader = 2;  // [ticket][exits], then the row words
 
 // Tickets: a launch hands out the tickets 0..last, one atomicAdd each, and nothing else touches the
 // counter. The draw that returns `last` comes after every other draw in the counter's order, and no
@@ -374,50 +375,51 @@ __device__ __forceinline__ unsigned draw_ticket(unsigned* counter, unsigned last
   return ticket;
 }
 
-// A row's counter word: low 16 bits count the slices that have published their partial (arrivals),
-// high 16 bits the slices done reading the row's partials (departures). Slices < kMaxRowSlices (the
-// hosts check). One thread per block calls arrive() after storing its slice's partial, all the
-// block's threads read the partials, then (after a barrier) one thread calls depart(), and at its
-// end the block calls finish(); each slice of a row does this once per launch.
-// Reset: the last slice to arrive (its atomicAdd returned slices - 1) does not count a departure; at
-// finish() it waits until the slices - 1 others have departed, then zeroes the row's partials and
-// the word. Safe: a departure is counted after the departing block has read the partials (barrier,
-// then release), and the waiting thread reads the count with acquire, so every read of a partial
-// happens before its zeroing; nothing reads or adds to the word after the last departure (an arrival
-// spin waits only while arrivals < slices, and arrivals never drop before every slice has left it).
-// Deadlock freedom is unchanged: the wait is for blocks that have arrived (so are running) and
-// whose only step left before departing is reading the partials; no block waits on a departure
-// before its own read and departure.
-constexpr unsigned kRowDeparture = 1u << 16;
-constexpr int kMaxRowSlices = kRowDeparture;
+// A row's counter word counts the slices that have published their partial. One thread per block
+// calls arrive() after storing its slice's partial; then all the block's threads may read the row's
+// partials. Slices < kMaxRowSlices (the hosts check). The words and partials are reset once per
+// launch, by the last block to leave (leave_workspace), not per row: a per-row reset made the row's
+// last slice wait for the others to finish reading before its block could go on (1-2% from 32 to
+// 1024 rows, docs/perf-log.md, session 17).
+constexpr int kMaxRowSlices = 1 << 16;
 
 struct RowExchange {
   unsigned* word;
   int slices;
-  bool last_to_arrive = false;  // the calling thread's: this block resets the row at finish()
 
   // Counts this block's arrival (its partial, stored before, is made visible first) and waits until
   // every slice of the row has arrived; afterwards the partials may be read (acquire).
-  __device__ __forceinline__ void arrive() {
+  __device__ __forceinline__ void arrive() const {
     __threadfence();  // the partial is visible before the arrival is counted
-    const unsigned arrived = atomicAdd(word, 1u) & (kRowDeparture - 1);
-    last_to_arrive = arrived == static_cast<unsigned>(slices) - 1;
-    while ((*static_cast<volatile unsigned*>(word) & (kRowDeparture - 1)) < static_cast<unsigned>(slices))
-      __nanosleep(64);
+    atomicAdd(word, 1u);
+    while (*static_cast<volatile unsigned*>(word) < static_cast<unsigned>(slices)) __nanosleep(64);
     __threadfence();
   }
-  // After a barrier over every thread of the block that read the partials.
-  __device__ __forceinline__ void depart() const {
-    if (!last_to_arrive) fence_red_add_gpu(word, kRowDeparture);
-  }
-  // The last to arrive, once the other slices have departed: zeroes the row's partials and its word.
-  template <typename V>
-  __device__ __forceinline__ void finish(V* row_partials) const {
-    if (!last_to_arrive) return;
-    while ((ld_acquire_gpu(word) >> 16) < static_cast<unsigned>(slices) - 1) __nanosleep(64);
-    for (int i = 0; i < slices; ++i) store_cg(row_partials + i, V{});
-    atomicExch(word, 0u);
-  }
 };
+
+// Called by `threads` threads of every block (thread index `thread`, `barrier` syncs them) once the
+// block is done with the row words and partials. Each block counts its exit on the header's second
+// word (release: after a barrier over every thread that read the partials); the block whose exit is
+// the launch's last (acquire) zeroes the rows' words and `slots` partials, then the exit counter.
+// Safe: every other block has counted its exit after its last access, and nothing touches the
+// workspace after the last exit but the zeroing block. Nothing waits, so no deadlock can come of it.
+// Not inlined: at the end of the 16-bit kernels at their 64-register cap, inlined code risks spills.
+template <typename V, typename Barrier>
+__device__ __noinline__ void leave_workspace(unsigned* workspace, std::int64_t rows, V* partials, std::int64_t slots,
+                                             int thread, int threads, Barrier barrier) {
+  __shared__ int last_out;
+  barrier();
+  if (thread == 0) {
+    __threadfence();
+    last_out = atomicAdd(workspace + 1, 1u) == gridDim.x - 1;
+    if (last_out) __threadfence();
+  }
+  barrier();
+  if (!last_out) return;
+  unsigned* row_words = workspace + kWorkspaceHeader;
+  for (std::int64_t i = thread; i < rows; i += threads) __stcg(row_words + i, 0u);
+  for (std::int64_t i = thread; i < slots; i += threads) store_cg(partials + i, V{});
+  if (thread == 0) __stcg(workspace + 1, 0u);
+}
 
 }  // namespace cp::softmax_detail

@@ -13,11 +13,11 @@
 // are already resident or can still be scheduled (the argument CUB's decoupled look-back uses).
 // Rows longer than that capacity get multi-tile slices, read twice (second read from L2).
 // Bound: DRAM bytes (forward 2x, backward 3x the tensor) plus one arrival round trip per row.
-// Workspace: [ticket][row counter x rows], then (16-byte aligned) the partials (V x rows x slices).
-// All of it is zero at launch and the kernel leaves it zero (RowExchange and draw_ticket in
-// softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no memset per call.
-// Each block draws one ticket, so the draw of ticket gridDim.x - 1 resets the ticket counter; a
-// row's last slice to arrive resets its counter and partials once the others have read them.
+// Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
+// slices). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange and
+// leave_workspace in softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no
+// memset per call. Each block draws one ticket, so the draw of ticket gridDim.x - 1 resets the ticket
+// counter; the last block to leave resets the row counters and partials.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -38,18 +38,11 @@ struct SplitLayout {
   std::size_t counters_bytes, total_bytes;
 };
 
-// This block's ticket and the row word it counts its departure on (null: it arrived last, so it
-// resets the row at the end instead). In shared memory, so that the exchange keeps no registers
-// live across the partials' reads and the slice's output writes: the 16-bit forward kernels sit at
-// their 64-register cap.
-struct BlockTicket {
-  unsigned ticket;
-  unsigned* departs_on;
-};
-
-__device__ __forceinline__ BlockTicket& block_ticket() {
-  __shared__ BlockTicket b;
-  return b;
+// This block's ticket, in shared memory so that it keeps no register live across the slice's work
+// (the 16-bit forward kernels sit at their 64-register cap).
+__device__ __forceinline__ unsigned& block_ticket() {
+  __shared__ unsigned ticket;
+  return ticket;
 }
 
 // Scope of one row slice: block reduction, then the exchange through global memory.
@@ -63,16 +56,12 @@ struct GridScope {
     v = block_reduce(v);
     if (threadIdx.x == 0) {
       store_cg(row_partials + slice, v);
-      RowExchange row{row_word, slices};
-      row.arrive();
-      block_ticket().departs_on = row.last_to_arrive ? nullptr : row_word;
+      RowExchange{row_word, slices}.arrive();
     }
     __syncthreads();
     V acc = reduce_identity<V>();
     for (int i = threadIdx.x; i < slices; i += blockDim.x) acc = combine(acc, load_cg(row_partials + i));
-    acc = block_reduce(acc);  // its barriers: every thread has read the partials
-    if (threadIdx.x == 0 && block_ticket().departs_on != nullptr) RowExchange{block_ticket().departs_on, slices}.depart();
-    return acc;
+    return block_reduce(acc);
   }
 };
 
@@ -82,49 +71,42 @@ struct Ticket {
 };
 
 // One ticket per block: the last one (gridDim.x - 1) resets the counter.
-__device__ __forceinline__ Ticket take_ticket(unsigned* ticket_counter, int slices) {
-  if (threadIdx.x == 0) block_ticket().ticket = draw_ticket(ticket_counter, gridDim.x - 1);
+__device__ __forceinline__ Ticket take_ticket(unsigned* workspace, int slices) {
+  if (threadIdx.x == 0) block_ticket() = draw_ticket(workspace, gridDim.x - 1);
   __syncthreads();
-  const unsigned ticket = block_ticket().ticket;
+  const unsigned ticket = block_ticket();
   return {static_cast<std::int64_t>(ticket / slices), static_cast<int>(ticket % slices)};
 }
 
-// The row's last slice to arrive resets the row (thread 0, one block per row). Not inlined: inlined
-// at the end of the kernel, ptxas spilled 4 bytes in the 16-bit forward kernels (64 registers).
+// At the end of the block, after its slice is written (gridDim.x = rows x slices).
 template <typename V>
-__device__ __noinline__ void reset_row(unsigned* counters, V* partials, int slices) {
-  const std::int64_t row = block_ticket().ticket / slices;
-  RowExchange{counters + 1 + row, slices, true}.finish(partials + row * slices);
-}
-// At the end of the block, after its slice is written.
-template <typename V>
-__device__ __forceinline__ void finish_row(unsigned* counters, V* partials, int slices) {
-  if (threadIdx.x == 0 && block_ticket().departs_on == nullptr) reset_row(counters, partials, slices);
+__device__ __forceinline__ void leave(unsigned* workspace, V* partials, int slices) {
+  leave_workspace(workspace, gridDim.x / slices, partials, gridDim.x, threadIdx.x, kThreads, [] { __syncthreads(); });
 }
 
 template <typename T, int kVecs>
 __global__ __launch_bounds__(kThreads, 2) void softmax_parallel_split_row_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t cols,
-    int slices, std::int64_t slice_len, bool aligned, unsigned* counters, MaxSum* partials) {
-  const Ticket t = take_ticket(counters, slices);
-  const GridScope<MaxSum> scope{partials + t.row * slices, counters + 1 + t.row, slices, t.slice};
+    int slices, std::int64_t slice_len, bool aligned, unsigned* workspace, MaxSum* partials) {
+  const Ticket t = take_ticket(workspace, slices);
+  const GridScope<MaxSum> scope{partials + t.row * slices, workspace + kWorkspaceHeader + t.row, slices, t.slice};
   const std::int64_t begin = t.slice * slice_len;
   softmax_segment_forward<T, kVecs>(x + t.row * x_stride, y + t.row * y_stride, begin, std::min(cols, begin + slice_len),
                                     threadIdx.x, kThreads, aligned, scope);
-  finish_row(counters, partials, slices);
+  leave(workspace, partials, slices);
 }
 
 template <typename T, int kVecs>
 __global__ __launch_bounds__(kThreads, 2) void softmax_parallel_split_row_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
     T* __restrict__ dx, std::int64_t dx_stride, std::int64_t cols, int slices,
-    std::int64_t slice_len, bool aligned, unsigned* counters, float* partials) {
-  const Ticket t = take_ticket(counters, slices);
-  const GridScope<float> scope{partials + t.row * slices, counters + 1 + t.row, slices, t.slice};
+    std::int64_t slice_len, bool aligned, unsigned* workspace, float* partials) {
+  const Ticket t = take_ticket(workspace, slices);
+  const GridScope<float> scope{partials + t.row * slices, workspace + kWorkspaceHeader + t.row, slices, t.slice};
   const std::int64_t begin = t.slice * slice_len;
   softmax_segment_backward<T, kVecs>(y + t.row * y_stride, dy + t.row * dy_stride, dx + t.row * dx_stride, begin,
                                      std::min(cols, begin + slice_len), threadIdx.x, kThreads, aligned, scope);
-  finish_row(counters, partials, slices);
+  leave(workspace, partials, slices);
 }
 
 // Slices: as many one-tile slices as the row needs, capped by the co-resident block count.
@@ -143,7 +125,7 @@ SplitLayout split_layout(Kernel kernel, std::int64_t rows, std::int64_t cols, in
   slices = (cols + slice_len - 1) / slice_len;
   if (slices >= kMaxRowSlices) throw std::invalid_argument("softmax split_row: too many slices per row");
   SplitLayout l{slices, slice_len, 0, 0};
-  l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(1 + rows);
+  l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(kWorkspaceHeader + rows);
   const std::size_t partials_offset = (l.counters_bytes + 15) / 16 * 16;
   l.total_bytes = partials_offset + sizeof(MaxSum) * static_cast<std::size_t>(rows * slices);
   return l;

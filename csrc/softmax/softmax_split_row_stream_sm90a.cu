@@ -35,14 +35,14 @@
 // reached that point before the exchange anyway, so the wait costs them nothing.
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
 // exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
-// Workspace: [ticket][row counter x rows], then (16-byte aligned) the partials (V x rows x slices).
-// All of it is zero at launch and the kernel leaves it zero (RowExchange and draw_ticket in
-// softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no memset per call.
-// Every producer draws tickets until its first one past the last job, so the launch hands out
-// rows x slices + gridDim.x tickets and the draw of the last resets the counter (each producer has
-// then drawn its end ticket: none draws again). Rows of several slices: the row's last slice to
-// arrive resets its counter and partials at the end of its job, once the others have read them (the
-// wait is behind its own pass 2). Single-slice rows touch neither.
+// Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
+// slices). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange and
+// leave_workspace in softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no
+// memset per call. Every producer draws tickets until its first one past the last job, so the launch
+// hands out rows x slices + gridDim.x tickets and the draw of the last resets the counter (each
+// producer has then drawn its end ticket: none draws again). Rows of several slices: once a block's
+// consumers are past their last job, the block counts its exit, and the last block out zeroes the row
+// counters and partials (nothing on any job's path waits for it). Single-slice rows touch neither.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -243,22 +243,20 @@ __device__ __forceinline__ V consumers_reduce(V v) {
 
 // The row's statistics from this slice's: with one slice, the slice's; else publish it in the
 // workspace, count the arrival, wait for the row's other slices and combine all of them in slice
-// order (every block of the row gets the same bits), then count the departure. Consumer thread 0's
-// `row` says whether this block resets the row (row.finish(), at the end of the job).
+// order (every block of the row gets the same bits).
 template <typename V>
-__device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem& p, RowExchange& row, V* row_partials) {
+__device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem& p, unsigned* row_words, V* partials) {
   v = consumers_reduce(v);
   if (p.slices == 1) return v;
+  V* row_partials = partials + job.row * p.slices;
   if (threadIdx.x == 0) {
     store_cg(row_partials + job.slice, v);
-    row.arrive();
+    RowExchange{row_words + job.row, p.slices}.arrive();
   }
   named_barrier(kConsumerBarrier, kConsumerThreads);
   V acc = reduce_identity<V>();
   for (int i = threadIdx.x; i < p.slices; i += kConsumerThreads) acc = combine(acc, load_cg(row_partials + i));
-  acc = consumers_reduce(acc);  // its named barriers: every consumer has read the partials
-  if (threadIdx.x == 0) row.depart();
-  return acc;
+  return consumers_reduce(acc);
 }
 
 // Barriers and the job ring; thread 0 initialises them. Returns the ring over the dynamic
@@ -286,14 +284,19 @@ __device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
 // outside the body (edge_stat, store_edge). Threads 0-14 load those (load_edge) before the body,
 // so the latency hides behind it, and keep them in registers until pass 2 writes them.
 template <typename Math, int kOps>
-__device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, unsigned* row_words,
+__device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, unsigned* workspace,
                                         typename Math::V* partials, const Math& math) {
   using V = typename Math::V;
   constexpr std::int64_t kChunkElems = Math::kChunkElems;
   for (;;) {
     r.wait_full();
     const Job job = r.jobs[r.stage];
-    if (job.row < 0) return;
+    if (job.row < 0) {
+      if (p.slices > 1)
+        leave_workspace(workspace, p.rows, partials, p.rows * p.slices, threadIdx.x, kConsumerThreads,
+                        [] { named_barrier(kConsumerBarrier, kConsumerThreads); });
+      return;
+    }
     const Span body = math.body(job, p);
     const auto edge = math.load_edge(job, p);
     V acc = math.identity();
@@ -302,9 +305,7 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
       if (c0 > body.begin) r.wait_full();
       acc = math.fold(r, static_cast<int>((c1 - c0) / Math::W), acc);
     }
-    RowExchange row{row_words + job.row, p.slices};
-    V* row_partials = partials + job.row * p.slices;
-    const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, row, row_partials);
+    const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, workspace + kWorkspaceHeader, partials);
     if (p.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
     for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
       c1 = chunk_end(c0, body, kChunkElems);
@@ -312,7 +313,6 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
       math.emit(r, static_cast<int>((c1 - c0) / Math::W), job.row, c0, total);
     }
     math.store_edge(job, edge, total);
-    if (p.slices > 1 && threadIdx.x == 0) row.finish(row_partials);
   }
 }
 
@@ -427,27 +427,27 @@ struct BackwardMath : ChunkMath<T, 2> {
 template <typename T>
 __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, StreamProblem p,
-    unsigned* counters, MaxSum* partials) {
+    unsigned* workspace, MaxSum* partials) {
   extern __shared__ __align__(128) unsigned char ring_smem[];
   Ring<1> r = make_ring<1>(ring_smem);
   if (threadIdx.x >= kConsumerThreads) {
-    if (threadIdx.x == kConsumerThreads) produce<T, 1>(r, p, {x}, {x_stride}, counters);
+    if (threadIdx.x == kConsumerThreads) produce<T, 1>(r, p, {x}, {x_stride}, workspace);
     return;
   }
-  consume(r, p, counters + 1, partials, ForwardMath<T>{{{x}, {x_stride}, y, y_stride}});
+  consume(r, p, workspace, partials, ForwardMath<T>{{{x}, {x_stride}, y, y_stride}});
 }
 
 template <typename T>
 __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
-    T* __restrict__ dx, std::int64_t dx_stride, StreamProblem p, unsigned* counters, float* partials) {
+    T* __restrict__ dx, std::int64_t dx_stride, StreamProblem p, unsigned* workspace, float* partials) {
   extern __shared__ __align__(128) unsigned char ring_smem[];
   Ring<2> r = make_ring<2>(ring_smem);
   if (threadIdx.x >= kConsumerThreads) {
-    if (threadIdx.x == kConsumerThreads) produce<T, 2>(r, p, {y, dy}, {y_stride, dy_stride}, counters);
+    if (threadIdx.x == kConsumerThreads) produce<T, 2>(r, p, {y, dy}, {y_stride, dy_stride}, workspace);
     return;
   }
-  consume(r, p, counters + 1, partials, BackwardMath<T>{{{y, dy}, {y_stride, dy_stride}, dx, dx_stride}});
+  consume(r, p, workspace, partials, BackwardMath<T>{{{y, dy}, {y_stride, dy_stride}, dx, dx_stride}});
 }
 
 // Workspace layout (header comment): counters_bytes of counters, then the partials at partials_offset.
@@ -514,7 +514,7 @@ StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int
   StreamLayout l{};
   l.problem = {rows, cols, slice_units, static_cast<int>(slices)};
   l.grid = static_cast<int>(grid);
-  l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(1 + rows);
+  l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(kWorkspaceHeader + rows);
   l.partials_offset = (l.counters_bytes + 15) / 16 * 16;
   l.total_bytes = l.partials_offset + sizeof(MaxSum) * static_cast<std::size_t>(rows) * l.problem.slices;
   return l;
