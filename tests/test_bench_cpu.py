@@ -4,7 +4,9 @@ from a stored results file (tests/data/bench_results_fixture.json), the comparis
 files, --help in a subprocess."""
 import contextlib
 import copy
+import dataclasses
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -17,10 +19,10 @@ from pathlib import Path
 import torch
 
 from cuda_portfolio.bench import cli, env, shapes
-from cuda_portfolio.bench import compare, targets
+from cuda_portfolio.bench import compare, report, targets
 from cuda_portfolio.bench.case import CONTROL, OURS, PEER, Case, Provider, relative_error
 from cuda_portfolio.bench.report import render_table
-from cuda_portfolio.bench.runner import run_case, time_ratio
+from cuda_portfolio.bench.runner import base_record, run_case, time_ratio
 from cuda_portfolio.bench.schema import validate_results
 from cuda_portfolio.bench.timing import TimingSettings, input_copies_for, summarize
 
@@ -350,6 +352,90 @@ class RenderTest(unittest.TestCase):
                 data = f.read()
         self.assertEqual(data[:8], b"\x89PNG\r\n\x1a\n")
         self.assertGreater(len(data), 20000)
+
+
+def md_record(case, name, kind, ratio=None, plan=None, resolved=None, status="ok", reason="", **fields):
+    """A record of `case` as the runner writes it, with the fields the markdown tables read."""
+    r = base_record(case, Provider(name, kind, plan=plan, resolved_plan=resolved, status=status, reason=reason,
+                                   control_of="torch" if kind == CONTROL else None))
+    r.update(ratio_to_ceiling=ratio, **fields)
+    return r
+
+
+class MarkdownTest(unittest.TestCase):
+    """report --markdown: the README's tables from small hand-built files, compared with hand-written text."""
+
+    def test_softmax_table_fwd_bwd_with_a_refusing_and_a_wrong_peer(self):
+        fwd = fake_case([])
+        bwd = dataclasses.replace(fwd, direction="bwd")
+        wide = dataclasses.replace(fwd, shape=(4, 4096))
+        wide_bwd = dataclasses.replace(wide, direction="bwd")
+        too_long = "RuntimeError: n = 4096 exceeds the recommended blocksize"
+
+        def ours_and_torch(case, cuda, triton, torch_ratio):
+            return [md_record(case, "cuda", OURS, cuda[0], "auto", cuda[1]),
+                    md_record(case, "triton", OURS, triton[0], "auto", triton[1]),
+                    md_record(case, "torch", PEER, torch_ratio), md_record(case, "torch (A/A)", CONTROL, 0.5)]
+
+        doc = load_fixture()
+        doc["env"]["liger_kernel"] = "0.8.5"
+        doc["records"] = (
+            ours_and_torch(fwd, (0.912, "warp_per_row"), (0.904, "warp_per_row"), 0.58)
+            + [md_record(fwd, "liger", PEER, 0.94)]
+            + ours_and_torch(bwd, (0.986, "block_per_row"), (0.971, "block_per_row"), 0.494)
+            + [md_record(bwd, "liger", PEER, status="WRONG", reason="rel err 1.3e-02 > tolerance 1e-02")]
+            + ours_and_torch(wide, (0.866, "split_row"), (0.77, "block_online"), 0.485)
+            + [md_record(wide, "liger", PEER, status="refused", reason=too_long)]
+            + ours_and_torch(wide_bwd, (0.92, "split_row"), (0.815, "split_row"), 0.42)
+            + [md_record(wide_bwd, "liger", PEER, status="refused", reason=too_long)])
+        expected = (
+            "| fp32 softmax, fwd / bwd | cuda plan (fwd / bwd) | cuda | triton | torch | Liger 0.8.5 |\n"
+            "|---|---|---|---|---|---|\n"
+            "| 3×33 | warp_per_row / block_per_row | 0.91 / 0.99 | 0.90 / 0.97 (warp_per_row) | 0.58 / 0.49 "
+            "| 0.94 / WRONG |\n"
+            "| 4×4096 | split_row | 0.87 / 0.92 | 0.77 / 0.81 (block_online) | 0.48 / 0.42 | refuses / refuses |\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "softmax.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(report.main(["--markdown", path]), 0)
+        self.assertEqual(out.getvalue(), expected)
+
+    def test_gemm_table_and_the_ladder_of_kernel_versions(self):
+        bf16 = Case("matmul", "fwd", torch.bfloat16, (4000, 3000, 2000), None, None, 1e-2, flops=48 * 10 ** 9)
+        fp16 = dataclasses.replace(bf16, dtype=torch.float16)
+        doc = load_fixture()
+        doc["records"] = [md_record(bf16, "cuda", OURS, 0.9364, "auto", "wgmma_tma"),
+                          md_record(bf16, "triton", OURS, 0.9772, "auto", "persistent_tma"),
+                          md_record(bf16, "cublas", PEER, 1.0, tflop_per_s=575.02),
+                          md_record(bf16, "cublas (A/A)", CONTROL, 0.998, tflop_per_s=574.9),
+                          md_record(fp16, "cuda", OURS, None, "auto", "wgmma_tma", status="WRONG", reason="rel err 1"),
+                          md_record(fp16, "triton", OURS, 0.9950, "auto", "tiled"),
+                          md_record(fp16, "cublas", PEER, 1.0, tflop_per_s=548.18)]
+        self.assertEqual(report.render_markdown(doc),
+                         "| GEMM | cuda (kernel) | triton (kernel) | cuBLAS TFLOP/s |\n"
+                         "|---|---|---|---|\n"
+                         "| bf16 4000×3000×2000 | 0.94 (wgmma_tma) | 0.98 (persistent_tma) | 575 |\n"
+                         "| fp16 4000×3000×2000 | WRONG (wgmma_tma) | 0.99 (tiled) | 548 |")
+
+        fp32 = dataclasses.replace(bf16, dtype=torch.float32, shape=(64, 64, 64))
+        bf16 = dataclasses.replace(fp32, dtype=torch.bfloat16)
+        not_fp32 = "cuda matmul kernel 'mma_sync' cannot run: mma_sync supports float16 and bfloat16, not float32"
+        doc["records"] = [
+            md_record(fp32, "cuda", OURS, 0.9257, "register_blocked", "register_blocked", tflop_per_s=47.42),
+            md_record(fp32, "cuda", OURS, None, "mma_sync", "mma_sync", status="refused", reason=not_fp32),
+            md_record(fp32, "cublas", PEER, 1.0, tflop_per_s=51.23),
+            md_record(bf16, "cuda", OURS, 0.0676, "register_blocked", "register_blocked", tflop_per_s=46.55),
+            md_record(bf16, "cuda", OURS, 0.6363, "mma_sync", "mma_sync", tflop_per_s=438.37),
+            md_record(bf16, "cublas", PEER, 1.0, tflop_per_s=688.96)]
+        self.assertEqual(report.render_markdown(doc),
+                         "| GEMM ladder, 64³ | fp32 TFLOP/s | fp32 × cuBLAS | bf16 TFLOP/s | bf16 × cuBLAS |\n"
+                         "|---|---|---|---|---|\n"
+                         "| cuda register_blocked | 47.4 | 0.93 | 46.5 | 0.07 |\n"
+                         "| cuda mma_sync | refuses (fp16/bf16 only) |  | 438.4 | 0.64 |\n"
+                         "| cublas | 51.2 | 1.00 | 689.0 | 1.00 |")
 
 
 class CompareTest(unittest.TestCase):

@@ -1,9 +1,11 @@
-"""The readable table printed after a run (also from a stored JSON: python -m cuda_portfolio.bench.report F)."""
+"""The readable table printed after a run (also from a stored JSON: python -m cuda_portfolio.bench.report F),
+and the README's markdown tables from a stored JSON (python -m cuda_portfolio.bench.report --markdown F)."""
 from __future__ import annotations
 
 import argparse
 import itertools
 import json
+import re
 import sys
 
 
@@ -106,13 +108,175 @@ def summary_lines(records: list[dict]) -> list[str]:
     return lines
 
 
+SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def unique(values) -> list:
+    """The distinct values in the order they first appear."""
+    return list(dict.fromkeys(values))
+
+
+def first_of_each(records: list[dict], key) -> dict:
+    """key(r) -> the first record with that key (a case's "auto" provider comes before pinned plans)."""
+    found = {}
+    for r in records:
+        found.setdefault(key(r), r)
+    return found
+
+
+def shape_cross(shape) -> str:
+    """4096×4096: the shape written with ×."""
+    return "×".join(map(str, shape))
+
+
+def shape_cube(shape) -> str:
+    """4096³ for a cube, else the shape written with ×."""
+    return f"{shape[0]}³" if len(set(shape)) == 1 and len(shape) == 3 else shape_cross(shape)
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table: the header line, the |---| line, one line per row."""
+    def line(cells):
+        return "| " + " | ".join(cells) + " |"
+    return "\n".join([line(header), "|" + "---|" * len(header)] + [line(row) for row in rows])
+
+
+def peer_title(name: str, env: dict) -> str:
+    """The column title of a peer: Liger with its version, cuBLAS capitalised, others as recorded."""
+    if name == "liger":
+        return " ".join(filter(None, ["Liger", env.get("liger_kernel")]))
+    return {"cublas": "cuBLAS"}.get(name, name)
+
+
+def supported_dtypes(reason: str) -> str | None:
+    """'fp16/bf16' from a refusal like 'mma_sync supports float16 and bfloat16, not float32', else None."""
+    match = re.search(r"supports (\w+(?:, \w+)*(?:,? and \w+)?), not ", reason)
+    if not match:
+        return None
+    return "/".join(SHORT_DTYPE.get(name, name) for name in re.split(r",? and |, ", match.group(1)))
+
+
+def status_cell(r: dict | None) -> str:
+    """The cell of a record that did not run: 'refuses' (naming the dtypes it takes, when its reason says),
+    else its status (WRONG, unavailable, error); '-' where the file has no record."""
+    if r is None:
+        return "-"
+    if r["status"] != "refused":
+        return r["status"]
+    dtypes = supported_dtypes(r["reason"])
+    return f"refuses ({dtypes} only)" if dtypes else "refuses"
+
+
+def ratio_cell(r: dict | None) -> str:
+    """The ratio to the ceiling (copy bandwidth or cuBLAS), 2 decimals, or why there is none."""
+    if r is None or r["status"] != "ok":
+        return status_cell(r)
+    return "-" if r["ratio_to_ceiling"] is None else f"{r['ratio_to_ceiling']:.2f}"
+
+
+def tflops_cell(r: dict | None, decimals: int) -> str:
+    """TFLOP/s with that many decimals, or why there is none."""
+    if r is None or r["status"] != "ok":
+        return status_cell(r)
+    return f"{r['tflop_per_s']:.{decimals}f}"
+
+
+def plan_of(r: dict | None) -> str:
+    """The plan or kernel that ran (what "auto" resolved to)."""
+    return "-" if r is None else r["resolved_plan"] or r["plan"] or "-"
+
+
+def softmax_table(records: list[dict], env: dict) -> str:
+    """One dtype's softmax table: a row per shape, the directions' copy ratios joined by ' / ' in each cell;
+    the first of our backends gets a plan column, the others name their first direction's plan in brackets."""
+    directions = unique(r["direction"] for r in records)
+    ours = unique(r["provider"] for r in records if r["kind"] == "ours")
+    peers = unique(r["provider"] for r in records if r["kind"] == "peer")
+    by_case = first_of_each(records, lambda r: (tuple(r["shape"]), r["provider"], r["direction"]))
+    both = " / ".join(directions)
+    header = [f"{SHORT_DTYPE[records[0]['dtype']]} softmax, {both}", f"{ours[0]} plan ({both})", *ours,
+              *(peer_title(p, env) for p in peers)]
+    rows = []
+    for shape in unique(tuple(r["shape"]) for r in records):
+        cases = {p: [by_case.get((shape, p, d)) for d in directions] for p in ours + peers}
+        ratios = {p: " / ".join(ratio_cell(r) for r in cases[p]) for p in ours + peers}
+        rows.append([shape_cross(shape), " / ".join(unique(plan_of(r) for r in cases[ours[0]])), ratios[ours[0]],
+                     *(f"{ratios[p]} ({plan_of(cases[p][0])})" for p in ours[1:]), *(ratios[p] for p in peers)])
+    return markdown_table(header, rows)
+
+
+def gemm_table(records: list[dict], env: dict) -> str:
+    """The GEMM table: a row per dtype and shape, our backends' ratio to cuBLAS with the kernel that ran,
+    then each peer's TFLOP/s."""
+    ours = unique(r["provider"] for r in records if r["kind"] == "ours")
+    peers = unique(r["provider"] for r in records if r["kind"] == "peer")
+    by_case = first_of_each(records, lambda r: (r["dtype"], tuple(r["shape"]), r["provider"]))
+    header = ["GEMM", *(f"{p} (kernel)" for p in ours), *(f"{peer_title(p, env)} TFLOP/s" for p in peers)]
+    rows = []
+    for dtype, shape in unique((r["dtype"], tuple(r["shape"])) for r in records):
+        cells = {p: by_case.get((dtype, shape, p)) for p in ours + peers}
+        rows.append([f"{SHORT_DTYPE[dtype]} {shape_cross(shape)}",
+                     *(f"{ratio_cell(cells[p])} ({plan_of(cells[p])})" for p in ours),
+                     *(tflops_cell(cells[p], 0) for p in peers)])
+    return markdown_table(header, rows)
+
+
+def ladder_cells(r: dict | None) -> list[str]:
+    """TFLOP/s (1 decimal) and ratio to cuBLAS of one kernel version, or why it did not run and an empty cell."""
+    ran = r is not None and r["status"] == "ok"
+    return [tflops_cell(r, 1), ratio_cell(r) if ran else ""]
+
+
+def version_label(r: dict) -> str:
+    """'cuda naive' for a kernel version pinned by name, the provider alone for a peer."""
+    return " ".join(filter(None, [r["provider"], r["plan"]]))
+
+
+def ladder_table(records: list[dict]) -> str:
+    """One shape's GEMM ladder: a row per provider and kernel version, two columns per dtype."""
+    dtypes = unique(r["dtype"] for r in records)
+    by_row = first_of_each(records, lambda r: (version_label(r), r["dtype"]))
+    header = [f"GEMM ladder, {shape_cube(records[0]['shape'])}"]
+    for dtype in dtypes:
+        header += [f"{SHORT_DTYPE[dtype]} TFLOP/s", f"{SHORT_DTYPE[dtype]} × cuBLAS"]
+    rows = [[label] + [cell for dtype in dtypes for cell in ladder_cells(by_row.get((label, dtype)))]
+            for label in unique(label for label, _ in by_row)]
+    return markdown_table(header, rows)
+
+
+def is_ladder(records: list[dict]) -> bool:
+    """Whether one of our backends ran several kernel versions on one case (a --plans all run)."""
+    cases = [(r["dtype"], tuple(r["shape"]), r["provider"]) for r in records if r["kind"] == "ours"]
+    return len(cases) > len(set(cases))
+
+
+def render_markdown(doc: dict) -> str:
+    """The README's tables for a results file: one softmax table per dtype, then the GEMM table (or one
+    ladder table per shape when the file holds several kernel versions), separated by blank lines.
+    A/A controls are left out."""
+    records = [r for r in doc["records"] if r["kind"] != "control"]
+    softmax = [r for r in records if r["op"] == "softmax"]
+    matmul = [r for r in records if r["op"] == "matmul"]
+    tables = [softmax_table([r for r in softmax if r["dtype"] == dtype], doc["env"])
+              for dtype in unique(r["dtype"] for r in softmax)]
+    if matmul and is_ladder(matmul):
+        tables += [ladder_table([r for r in matmul if tuple(r["shape"]) == shape])
+                   for shape in unique(tuple(r["shape"]) for r in matmul)]
+    elif matmul:
+        tables.append(gemm_table(matmul, doc["env"]))
+    return "\n\n".join(tables)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cuda_portfolio.bench.report",
                                      description="Print the table of a benchmark results file.")
     parser.add_argument("results", type=argparse.FileType("r"), help="a results JSON file (--json of the benchmark)")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the README's markdown tables (ratios to the ceiling) instead")
     args = parser.parse_args(argv)
     with args.results as f:
-        print(render_table(json.load(f)))
+        doc = json.load(f)
+    print(render_markdown(doc) if args.markdown else render_table(doc))
     return 0
 
 
