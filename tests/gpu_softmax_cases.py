@@ -192,6 +192,34 @@ class SoftmaxGpuTest(GpuTestCase):
         torch.cuda.synchronize()
         self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward", scale=grad_scale(y, dy))
 
+    def test_cuda_split_row_repeats_bit_for_bit(self):
+        """split_row reduces in a fixed order (each block's threads, then the row's slices in slice order), so
+        repeated launches on the same input must give the same bits. A slice sweep once saw one launch of the
+        streamed kernel at one slice per row (fp32 256x262144) miss float64 by 7e-5 where every other launch
+        gave 6e-8, never reproduced since (docs/perf-log.md, session 18): a race would show here as a launch
+        that differs from the first. One slice per row (no exchange), several (the exchange and the last-out
+        reset), forward and backward, 40 launches each, each output poisoned first."""
+        module = _backend_module("cuda")
+        for dtype, rows, cols in ((torch.float32, 256, 1 << 18), (torch.bfloat16, 1024, 1 << 17),
+                                  (torch.float32, 32, 1 << 20)):
+            x = torch.randn(rows, cols, device="cuda", dtype=dtype) * 3
+            dy = torch.randn(rows, cols, device="cuda", dtype=dtype)
+            y = torch.softmax(x.float(), -1).to(dtype)
+            for direction, launch in (("fwd", lambda out: module.forward(x, out, "split_row")),
+                                      ("bwd", lambda out: module.backward(y, dy, out, "split_row"))):
+                with self.subTest(dtype=dtype, shape=(rows, cols), direction=direction):
+                    first = poisoned_like(x)
+                    launch(first)
+                    self.assertFalse(bool(first.isnan().any()), "the first launch left poisoned elements")
+                    out = torch.empty_like(x)
+                    differ = []
+                    for i in range(40):
+                        out.fill_(float("nan"))
+                        launch(out)
+                        if not torch.equal(out, first):
+                            differ.append(i)
+                    self.assertEqual(differ, [], f"launches {differ} differ from the first")
+
     def test_cuda_split_row_leaves_its_workspace_zero(self):
         """split_row's workspace (ticket, row counters, partials) comes from a pool per (device, stream),
         zeroed once, and every launch must leave all of it zero: no launch pays a memset. After launches
