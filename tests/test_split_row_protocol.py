@@ -5,9 +5,10 @@ tickets (row, slice) in order and pushes each job's chunks into an S-stage ring,
 the consumers fold pass 1, publish the slice's statistics, wait until every slice of the row has
 published (the exchange), then read pass 2. With several slices per row the producer takes its next
 ticket only once its consumers are past the job's exchange. The workspace resets itself: the draw of
-the launch's last ticket zeroes the ticket counter; the row counters only count arrivals, and each
-block, once its consumers are past their last job, counts its exit; the last block out zeroes every
-row counter and the exit counter. This model runs the blocks under random interleavings and checks
+the launch's last ticket zeroes the ticket counter; the row counters only count arrivals; each
+block's producer counts the block's exit when it draws its end ticket (its consumers are then past
+their last exchange), and the consumers of the last block out zero every row counter and the exit
+counter when they reach the end marker. This model runs the blocks under random interleavings and checks
 that every block reaches the end of its stream with every counter back at zero, and that no row
 counter is touched after the reset. The negative control drops
 that wait, as v10 did: a producer whose slice fits the ring can then queue the same row's next slice
@@ -26,6 +27,7 @@ def run_protocol(rows, slices, chunks_per_slice, stages, seed, wait_for_exchange
     rnd = random.Random(seed)
     jobs, next_ticket = rows * slices, 0
     arrivals, exits, reset = [0] * rows, 0, False
+    last_out = None  # the block whose producer counted the launch's last exit
     exchanged = set()  # (block, row): that block's consumers are past the row's exchange
     rings = [[] for _ in range(GRID)]
     queued = [[] for _ in range(GRID)]  # the producer's items not yet in the ring
@@ -48,6 +50,10 @@ def run_protocol(rows, slices, chunks_per_slice, stages, seed, wait_for_exchange
                         next_ticket = 0
                     if ticket >= jobs:
                         queued[b] = ["end"]
+                        if slices > 1:  # count_exit: this block is done with the workspace
+                            exits += 1
+                            if exits == GRID:
+                                last_out = b
                     else:
                         job = divmod(ticket, slices)
                         queued[b] = [(job, p, i) for p in (0, 1) for i in range(chunks_per_slice)]
@@ -64,10 +70,8 @@ def run_protocol(rows, slices, chunks_per_slice, stages, seed, wait_for_exchange
                 item = rings[b][0]
                 if item == "end":
                     finished[b] = True
-                    if slices > 1:  # leave_workspace: count the exit; the last block out resets
-                        exits += 1
-                        if exits == GRID:
-                            arrivals, exits, reset = [0] * rows, 0, True
+                    if b == last_out:  # zero_workspace
+                        arrivals, exits, reset = [0] * rows, 0, True
                 else:
                     (row, _), pass_, i = item
                     exchange = slices > 1
@@ -108,9 +112,16 @@ class SplitRowProtocolTest(unittest.TestCase):
                 with self.subTest(rows=rows, slices=slices, chunks=chunks, stages=stages, seed=seed):
                     self.assertTrue(run_protocol(rows, slices, chunks, stages, seed))
 
-    def test_negative_control_without_the_exchange_wait_deadlocks(self):
-        outcomes = [run_protocol(5, 27, 1, 12, seed, wait_for_exchange=False) for seed in range(10)]
-        self.assertIn(False, outcomes, "no schedule deadlocked without the wait: the model cannot catch the bug")
+    def test_negative_control_without_the_exchange_wait_fails(self):
+        """Without the wait some schedule deadlocks, or (the exit then counted before the block's last
+        exchange) resets the workspace under a row still exchanging."""
+        def outcome(seed):
+            try:
+                return run_protocol(5, 27, 1, 12, seed, wait_for_exchange=False)
+            except AssertionError:
+                return False
+        outcomes = [outcome(seed) for seed in range(10)]
+        self.assertIn(False, outcomes, "every schedule finished cleanly without the wait: the model cannot catch the bug")
 
 
 if __name__ == "__main__":

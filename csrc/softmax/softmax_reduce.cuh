@@ -378,7 +378,7 @@ __device__ __forceinline__ unsigned draw_ticket(unsigned* counter, unsigned last
 // A row's counter word counts the slices that have published their partial. One thread per block
 // calls arrive() after storing its slice's partial; then all the block's threads may read the row's
 // partials. Slices < kMaxRowSlices (the hosts check). The words and partials are reset once per
-// launch, by the last block to leave (leave_workspace), not per row: a per-row reset made the row's
+// launch, by the last block to leave (count_exit, zero_workspace), not per row: a per-row reset made the row's
 // last slice wait for the others to finish reading before its block could go on (1-2% from 32 to
 // 1024 rows, docs/perf-log.md, session 17).
 constexpr int kMaxRowSlices = 1 << 16;
@@ -397,29 +397,41 @@ struct RowExchange {
   }
 };
 
-// Called by `threads` threads of every block (thread index `thread`, `barrier` syncs them) once the
-// block is done with the row words and partials. Each block counts its exit on the header's second
-// word (release: after a barrier over every thread that read the partials); the block whose exit is
-// the launch's last (acquire) zeroes the rows' words and `slots` partials, then the exit counter.
-// Safe: every other block has counted its exit after its last access, and nothing touches the
-// workspace after the last exit but the zeroing block. Nothing waits, so no deadlock can come of it.
-// Not inlined: at the end of the 16-bit kernels at their 64-register cap, inlined code risks spills.
-template <typename V, typename Barrier>
-__device__ __noinline__ void leave_workspace(unsigned* workspace, std::int64_t rows, V* partials, std::int64_t slots,
-                                             int thread, int threads, Barrier barrier) {
-  __shared__ int last_out;
-  barrier();
-  if (thread == 0) {
-    __threadfence();
-    last_out = atomicAdd(workspace + 1, 1u) == gridDim.x - 1;
-    if (last_out) __threadfence();
-  }
-  barrier();
-  if (!last_out) return;
+// Leaving the workspace: each block, once done with the row words and partials, counts its exit on
+// the header's second word (count_exit: release, after the block's reads of the partials are ordered
+// before it); the block whose exit is the launch's last (acquire) zeroes the rows' words, the `slots`
+// partials and the exit counter (zero_workspace). Safe: every other block has counted its exit after
+// its last access, and nothing touches the workspace after the last exit but the zeroing block.
+// Nothing waits, so no deadlock can come of it.
+
+// One thread: counts the block's exit; true for the launch's last.
+__device__ __forceinline__ bool count_exit(unsigned* workspace) {
+  __threadfence();
+  const bool last = atomicAdd(workspace + 1, 1u) == gridDim.x - 1;
+  if (last) __threadfence();
+  return last;
+}
+
+// `threads` threads of the last block out (thread index `thread`).
+template <typename V>
+__device__ __forceinline__ void zero_workspace(unsigned* workspace, std::int64_t rows, V* partials, std::int64_t slots,
+                                               int thread, int threads) {
   unsigned* row_words = workspace + kWorkspaceHeader;
   for (std::int64_t i = thread; i < rows; i += threads) __stcg(row_words + i, 0u);
   for (std::int64_t i = thread; i < slots; i += threads) store_cg(partials + i, V{});
   if (thread == 0) __stcg(workspace + 1, 0u);
+}
+
+// Both, for a block whose `threads` threads (synced by `barrier`) all reach the end together. Not
+// inlined: at the end of the 16-bit kernels at their 64-register cap, inlined code risks spills.
+template <typename V, typename Barrier>
+__device__ __noinline__ void leave_workspace(unsigned* workspace, std::int64_t rows, V* partials, std::int64_t slots,
+                                             int thread, int threads, Barrier barrier) {
+  __shared__ int last_out;
+  barrier();  // every thread's reads of the partials come before the exit count
+  if (thread == 0) last_out = count_exit(workspace);
+  barrier();
+  if (last_out) zero_workspace(workspace, rows, partials, slots, thread, threads);
 }
 
 }  // namespace cp::softmax_detail

@@ -36,13 +36,15 @@
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
 // exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
 // Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
-// slices). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange and
-// leave_workspace in softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no
+// slices). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange,
+// count_exit and zero_workspace in softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no
 // memset per call. Every producer draws tickets until its first one past the last job, so the launch
 // hands out rows x slices + gridDim.x tickets and the draw of the last resets the counter (each
-// producer has then drawn its end ticket: none draws again). Rows of several slices: once a block's
-// consumers are past their last job, the block counts its exit, and the last block out zeroes the row
-// counters and partials (nothing on any job's path waits for it). Single-slice rows touch neither.
+// producer has then drawn its end ticket: none draws again). Rows of several slices: when a block's producer draws its end
+// ticket, its consumers are past their last exchange, so the producer counts the block's exit then
+// (count_exit), while the consumers still write their last job; the end marker tells the consumers of
+// the last block out to zero the row counters and partials (zero_workspace) once that job is written.
+// Nothing on any job's path waits for the reset. Single-slice rows touch neither.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -166,16 +168,19 @@ struct Ring {
 // past the last job puts the end marker in the ring.
 template <typename T, int kOps>
 __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&in)[kOps],
-                        const std::int64_t (&stride)[kOps], unsigned* ticket_counter) {
+                        const std::int64_t (&stride)[kOps], unsigned* workspace) {
   constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
   const std::uint64_t keep = l2_policy_evict_last(), drop = l2_policy_evict_first();
   const unsigned last_ticket = static_cast<unsigned>(p.rows * p.slices) + gridDim.x - 1;  // host-checked: no wrap
   for (;;) {
-    const unsigned ticket = draw_ticket(ticket_counter, last_ticket);
+    const unsigned ticket = draw_ticket(workspace, last_ticket);
     const Job job{static_cast<std::int64_t>(ticket / p.slices), static_cast<int>(ticket % p.slices)};
     mbar_wait(&r.empty[r.stage], r.phase ^ 1);
     if (job.row >= p.rows) {
-      r.jobs[r.stage] = Job{-1, 0};
+      // The end marker; with several slices per row, past this block's last exchange (the `exchanged`
+      // wait below), so its consumers are done with the row words and partials: count the block's exit
+      // now, off the consumers' path, and tell them (slice 1) when theirs is the block to zero the workspace.
+      r.jobs[r.stage] = Job{-1, p.slices > 1 && count_exit(workspace) ? 1 : 0};
       mbar_arrive(&r.full[r.stage]);
       return;
     }
@@ -292,9 +297,7 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
     r.wait_full();
     const Job job = r.jobs[r.stage];
     if (job.row < 0) {
-      if (p.slices > 1)
-        leave_workspace(workspace, p.rows, partials, p.rows * p.slices, threadIdx.x, kConsumerThreads,
-                        [] { named_barrier(kConsumerBarrier, kConsumerThreads); });
+      if (job.slice == 1) zero_workspace(workspace, p.rows, partials, p.rows * p.slices, threadIdx.x, kConsumerThreads);
       return;
     }
     const Span body = math.body(job, p);
