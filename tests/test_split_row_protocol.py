@@ -121,7 +121,8 @@ class SplitRowProtocolTest(unittest.TestCase):
             except AssertionError:
                 return False
         outcomes = [outcome(seed) for seed in range(10)]
-        self.assertIn(False, outcomes, "every schedule finished cleanly without the wait: the model cannot catch the bug")
+        self.assertIn(False, outcomes,
+                      "every schedule finished cleanly without the wait: the model cannot catch the bug")
 
 
 if __name__ == "__main__":

@@ -378,9 +378,9 @@ __device__ __forceinline__ unsigned draw_ticket(unsigned* counter, unsigned last
 // A row's counter word counts the slices that have published their partial. One thread per block
 // calls arrive() after storing its slice's partial; then all the block's threads may read the row's
 // partials. Slices < kMaxRowSlices (the hosts check). The words and partials are reset once per
-// launch, by the last block to leave (count_exit, zero_workspace), not per row: a per-row reset made the row's
-// last slice wait for the others to finish reading before its block could go on (1-2% from 32 to
-// 1024 rows, docs/perf-log.md, session 17).
+// launch, by the last block to leave (count_exit, zero_workspace), not per row: a per-row reset made
+// the row's last slice wait for the others to finish reading before its block could go on (1-2% from
+// 32 to 1024 rows, docs/perf-log.md, session 17).
 constexpr int kMaxRowSlices = 1 << 16;
 
 struct RowExchange {

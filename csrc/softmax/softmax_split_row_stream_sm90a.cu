@@ -37,14 +37,15 @@
 // exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
 // Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
 // slices). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange,
-// count_exit and zero_workspace in softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no
-// memset per call. Every producer draws tickets until its first one past the last job, so the launch
-// hands out rows x slices + gridDim.x tickets and the draw of the last resets the counter (each
-// producer has then drawn its end ticket: none draws again). Rows of several slices: when a block's producer draws its end
-// ticket, its consumers are past their last exchange, so the producer counts the block's exit then
-// (count_exit), while the consumers still write their last job; the end marker tells the consumers of
-// the last block out to zero the row counters and partials (zero_workspace) once that job is written.
-// Nothing on any job's path waits for the reset. Single-slice rows touch neither.
+// count_exit and zero_workspace in softmax_reduce.cuh say how and why that is safe): the caller
+// zeroes it once, no memset per call. Every producer draws tickets until its first one past the last
+// job, so the launch hands out rows x slices + gridDim.x tickets and the draw of the last resets the
+// counter (each producer has then drawn its end ticket: none draws again). Rows of several slices:
+// when a block's producer draws its end ticket, its consumers are past their last exchange, so the
+// producer counts the block's exit then (count_exit), while the consumers still write their last
+// job; the end marker tells the consumers of the last block out to zero the row counters and
+// partials (zero_workspace) once that job is written. Nothing on any job's path waits for the reset.
+// Single-slice rows touch neither.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
