@@ -198,13 +198,14 @@ class SoftmaxGpuTest(GpuTestCase):
         streamed kernel at one slice per row (fp32 256x262144) miss float64 by 7e-5 where every other launch
         gave 6e-8, never reproduced since (docs/perf-log.md, session 18): a race would show here as a launch
         that differs from the first. One slice per row (no exchange), several (the exchange and the last-out
-        reset), forward and backward, 40 launches each, each output poisoned first."""
+        reset), forward and backward, 40 launches each, each output poisoned first, inputs checked unchanged."""
         module = _backend_module("cuda")
         for dtype, rows, cols in ((torch.float32, 256, 1 << 18), (torch.bfloat16, 1024, 1 << 17),
                                   (torch.float32, 32, 1 << 20)):
             x = torch.randn(rows, cols, device="cuda", dtype=dtype) * 3
             dy = torch.randn(rows, cols, device="cuda", dtype=dtype)
             y = torch.softmax(x.float(), -1).to(dtype)
+            inputs_before = [t.clone() for t in (x, y, dy)]
             for direction, launch in (("fwd", lambda out: module.forward(x, out, "split_row")),
                                       ("bwd", lambda out: module.backward(y, dy, out, "split_row"))):
                 with self.subTest(dtype=dtype, shape=(rows, cols), direction=direction):
@@ -219,6 +220,7 @@ class SoftmaxGpuTest(GpuTestCase):
                         if not torch.equal(out, first):
                             differ.append(i)
                     self.assertEqual(differ, [], f"launches {differ} differ from the first")
+            self.assertTrue(all(torch.equal(a, b) for a, b in zip(inputs_before, (x, y, dy))), "an input changed")
 
     def test_cuda_split_row_leaves_its_workspace_zero(self):
         """split_row's workspace (ticket, row counters, partials) comes from a pool per (device, stream),
