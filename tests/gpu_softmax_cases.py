@@ -328,6 +328,50 @@ class SoftmaxGpuTest(GpuTestCase):
                         self.assertClose(cp.softmax(x, backend=backend, plan=plan), torch.softmax(x.double(), -1),
                                          1e-5)
 
+    def test_16_bit_rows_within_an_ulp_on_both_sides_of_the_fused_exponent_bound(self):
+        """16-bit forward kernels take exp(x - max) as one FFMA, 2^(x * log2e - max * log2e), while |max| < 64, and
+        the subtract form otherwise (RowExp in csrc/softmax/softmax_reduce.cuh); a chunk's running max in split_row
+        can sit on either side within one row. Every 16-bit output must be within one ulp of float64 softmax
+        (a tolerance 10-100x tighter than the sweep's norm), on rows whose max is below 64, near -64, just past 64
+        and in the thousands, and on rows with NaN, -inf and +inf; every plan, both backends, rows from one warp's
+        to a multi-slice split_row's (with head and tail elements off the 16-byte units)."""
+        for backend in ("cuda", "triton"):
+            module = _backend_module(backend)
+            for dtype in (torch.float16, torch.bfloat16):
+                for cols in (33, 5000, 70001, (1 << 20) + 5):
+                    x = torch.randn(8, cols, device="cuda") * 4
+                    x[1] += 62.0  # values about 50..78: per-thread maxima on both sides of 64
+                    x[2] = x[2] / 2 - 68.0  # max about -58
+                    x[3] += 3000.0
+                    x[4, cols // 2] = float("nan")
+                    x[5] = float("-inf")
+                    x[6, ::3] = float("-inf")
+                    x[7, cols - 1] = float("inf")
+                    x = x.to(dtype)
+                    ref = torch.softmax(x.double(), -1)
+                    x_before = x.clone()
+                    for plan in self.runnable(backend, 8, cols, dtype):
+                        with self.subTest(backend=backend, dtype=dtype, cols=cols, plan=plan):
+                            y = poisoned_like(x)
+                            module.forward(x, y, plan)
+                            torch.cuda.synchronize()
+                            self.assertTrue(torch.equal(x, x_before), "forward modified its input")
+                            self.assertWithinOneUlp(y, ref)
+
+    def assertWithinOneUlp(self, out, ref):
+        """|out - ref| <= eps * |ref| + floor elementwise, and the same NaNs. floor: fp16's subnormal step (2^-24),
+        or for bf16 the smallest normal fp32, below which the kernels' exponentials flush to zero."""
+        info = torch.finfo(out.dtype)
+        floor = max(info.tiny * info.eps, torch.finfo(torch.float32).tiny)
+        out64 = out.double()
+        self.assertTrue(torch.equal(out64.isnan(), ref.isnan()), f"NaN pattern differs (seed {self.seed})")
+        finite = ~ref.isnan()
+        excess = (out64 - ref).abs()[finite] - (info.eps * ref.abs()[finite] + floor)
+        worst = int(excess.argmax()) if excess.numel() else 0
+        self.assertFalse(bool((excess > 0).any()),
+                         f"{int((excess > 0).sum())} outputs past one ulp; worst at flat index {worst} of the "
+                         f"finite ones by {float(excess.max()):.3g} (seed {self.seed})")
+
     def test_torch_compile_fullgraph_and_cuda_graph_replay(self):
         for backend in ("cuda", "triton"):
             with self.subTest(backend=backend, what="torch.compile"):

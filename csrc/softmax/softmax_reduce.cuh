@@ -62,6 +62,55 @@ __device__ __forceinline__ float exp_shifted(float x, float max) {
   return fast_exp2((x - (max == kNegInf ? 0.0f : max)) * kLog2e);
 }
 
+// log2(x) in one MUFU.LG2 (x > 0, normal).
+__device__ __forceinline__ float fast_log2(float x) {
+  float r;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// exp(x - max) * scale, the general form: FADD, FMUL and MUFU per element (the FMUL by a scale of 1
+// folds away).
+struct SubtractExp {
+  float max, scale;
+  __device__ __forceinline__ float operator()(float x) const { return exp_shifted(x, max) * scale; }
+};
+
+// exp(x - max) / divisor as 2^(x * log2e - bias), bias = max * log2e + log2(divisor): one FFMA and
+// the MUFU per element. Rounding bias puts up to |bias| * 2^-24 into the exponent; while |max| <
+// kFusedExpMaxAbs (and log2(divisor) <= 63) that is under 1e-5, a relative error of the order of
+// the subtract form's own and far under a 16-bit output's rounding (fp16 2^-12 = 2.4e-4, bf16 2^-9).
+// Larger maxima (fp16 reaches 6.5e4, bf16 3e38), infinities and NaN take SubtractExp.
+struct FusedExp {
+  float bias;
+  __device__ __forceinline__ float operator()(float x) const { return fast_exp2(fmaf(x, kLog2e, -bias)); }
+};
+constexpr float kFusedExpMaxAbs = 64.0f;
+
+// exp(x - max) / divisor for every x of a row (divisor > 0: the row's sum, or 1 while taking
+// statistics); apply(f) returns f(exp) with exp the form chosen once, here, so the branch sits
+// outside f's loops. 16-bit inputs take FusedExp where it is exact enough: their kernels issue an
+// instruction per byte or more, and the FFMA saves a FADD (and the FMUL by 1 / sum) per element
+// (docs/perf-log.md, session 19). fp32 rows are DRAM-bound with room to spare and keep the
+// subtract form (the branch folds away).
+template <typename T>
+struct RowExp {
+  bool fused;
+  FusedExp fused_exp;
+  SubtractExp subtract_exp;
+
+  __device__ __forceinline__ RowExp(float max, float divisor)
+      : fused(sizeof(T) == 2 && fabsf(max) < kFusedExpMaxAbs),
+        fused_exp{fused ? fmaf(max, kLog2e, divisor == 1.0f ? 0.0f : fast_log2(divisor)) : 0.0f},
+        subtract_exp{max, 1.0f / divisor} {}
+
+  template <typename F>
+  __device__ __forceinline__ decltype(auto) apply(F&& f) const {
+    if (fused) return f(fused_exp);
+    return f(subtract_exp);
+  }
+};
+
 // Factor that moves a sum taken relative to `from` onto the larger max `to`.
 __device__ __forceinline__ float rescale(float from, float to) {
   return from == to ? 1.0f : fast_exp2((from - to) * kLog2e);

@@ -59,12 +59,14 @@ struct Tile {
 
   // sum of exp(value - m) over the tile.
   __device__ __forceinline__ float sum_exp(float m) const {
-    float s = 0.0f;
+    return RowExp<T>(m, 1.0f).apply([&](const auto& exp) {
+      float s = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k)
+      for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < W; ++j) s += exp_shifted(at(k, j), m);
-    return s;
+        for (int j = 0; j < W; ++j) s += exp(at(k, j));
+      return s;
+    });
   }
 
   // Units of the tile at tile_begin; elements outside [begin, end) read as `fill`. `vectors`:
@@ -165,9 +167,9 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
       t.store(y, origin, begin, end, lane, lanes, y_vectors, [&](int k, int j) { return e[k][j] * scale; });
     } else {
       const MaxSum row = scope.reduce(MaxSum{m, t.sum_exp(m)});
-      const float inv_sum = 1.0f / row.sum;
-      t.store(y, origin, begin, end, lane, lanes, y_vectors,
-              [&](int k, int j) { return exp_shifted(t.at_late(k, j), row.max) * inv_sum; });
+      RowExp<T>(row.max, row.sum).apply([&](const auto& exp) {
+        t.store(y, origin, begin, end, lane, lanes, y_vectors, [&](int k, int j) { return exp(t.at_late(k, j)); });
+      });
     }
     return;
   }
@@ -179,11 +181,13 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
     part = {m, part.sum * rescale(part.max, m) + t.sum_exp(m)};
   }
   const MaxSum row = scope.reduce(part);
-  const float inv_sum = 1.0f / row.sum;
+  const RowExp<T> row_exp(row.max, row.sum);
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
     t.template load<Hints::second>(x, t0, begin, end, lane, lanes, true, kNegInf);
-    t.template store<Hints::second>(y, t0, begin, end, lane, lanes, y_vectors,
-                                    [&](int k, int j) { return exp_shifted(t.at(k, j), row.max) * inv_sum; });
+    row_exp.apply([&](const auto& exp) {
+      t.template store<Hints::second>(y, t0, begin, end, lane, lanes, y_vectors,
+                                      [&](int k, int j) { return exp(t.at(k, j)); });
+    });
   }
 }
 

@@ -384,12 +384,12 @@ struct ForwardMath : ChunkMath<T, 1> {
     Tile<T, kUnitsPerThread> t;
     read_chunk(r, 0, units, t, fill());
     r.release();
-    const float inv_sum = 1.0f / total.sum;
-    store_chunk(this->out + row * this->out_stride, c0, units,
-                [&](int k, int j) { return exp_shifted(t.at(k, j), total.max) * inv_sum; });
+    RowExp<T>(total.max, total.sum).apply([&](const auto& exp) {
+      store_chunk(this->out + row * this->out_stride, c0, units, [&](int k, int j) { return exp(t.at(k, j)); });
+    });
   }
   __device__ __forceinline__ void store_edge(const Job& job, const Edge& e, const V& total) const {
-    this->store_edge_value(job, e, exp_shifted(e.v[0], total.max) * (1.0f / total.sum));
+    RowExp<T>(total.max, total.sum).apply([&](const auto& exp) { this->store_edge_value(job, e, exp(e.v[0])); });
   }
 };
 
