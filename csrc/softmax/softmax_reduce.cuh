@@ -436,13 +436,17 @@ struct RowExchange {
   unsigned* word;
   int slices;
 
-  // Counts this block's arrival (its partial, stored before, is made visible first) and waits until
-  // every slice of the row has arrived; afterwards the partials may be read (acquire).
+  // Counts this block's arrival with release semantics (the partial this thread stored before is
+  // visible to whoever sees the count) and polls with acquire loads until every slice of the row has
+  // arrived; afterwards the partials may be read, by this thread and, past a block barrier, by the
+  // others. Release/acquire rather than two __threadfence() (fence.sc.gpu) around a volatile poll:
+  // the exchange is on every multi-slice job's path (docs/perf-log.md, session 19).
   __device__ __forceinline__ void arrive() const {
-    __threadfence();  // the partial is visible before the arrival is counted
-    atomicAdd(word, 1u);
-    while (*static_cast<volatile unsigned*>(word) < static_cast<unsigned>(slices)) __nanosleep(64);
-    __threadfence();
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(word) : "memory");
+    unsigned arrived;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(arrived) : "l"(word) : "memory");
+    } while (arrived < static_cast<unsigned>(slices));
   }
 };
 
