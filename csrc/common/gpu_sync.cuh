@@ -1,5 +1,6 @@
 // Hand-offs between blocks through counters in global memory (gpu scope, sm_70 and later): the
-// PTX wrappers of the split-K GEMM's tile counters (gemm_05_wgmma_tma_sm90a.cu).
+// PTX wrappers the split-K GEMM's tile counters (gemm_05_wgmma_tma_sm90a.cu) and the split_row
+// softmax's row exchange (softmax_reduce.cuh, RowExchange) share.
 #pragma once
 
 namespace cp {
@@ -13,6 +14,11 @@ __device__ __forceinline__ unsigned atom_add_relaxed_gpu(unsigned* p, unsigned v
 // barrier before it) before the increment.
 __device__ __forceinline__ void fence_red_add_gpu(unsigned* p, unsigned v) {
   asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+// Release by this thread alone: its own earlier stores are visible to whoever acquires the count
+// (what one thread publishing a value it wrote needs; fence_red_add_gpu also covers its block).
+__device__ __forceinline__ void red_release_add_gpu(unsigned* p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
 __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
   unsigned v;

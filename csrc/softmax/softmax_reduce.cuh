@@ -9,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "common/gpu_sync.cuh"
 #include "common/numeric.cuh"
 
 namespace cp::softmax_detail {
@@ -443,11 +444,9 @@ struct RowExchange {
   // others. Release/acquire rather than two __threadfence() (fence.sc.gpu) around a volatile poll:
   // the exchange is on every multi-slice job's path (docs/perf-log.md, session 19).
   __device__ __forceinline__ void arrive() const {
-    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(word) : "memory");
-    unsigned arrived;
-    do {
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(arrived) : "l"(word) : "memory");
-    } while (arrived < static_cast<unsigned>(slices));
+    red_release_add_gpu(word, 1u);
+    while (ld_acquire_gpu(word) < static_cast<unsigned>(slices)) {
+    }
   }
 };
 
