@@ -438,20 +438,15 @@ struct RowExchange {
   unsigned* word;
   int slices;
 
-  // Counts this block's arrival with release semantics: the partial this thread stored before is
-  // visible to whoever sees the count. Release/acquire rather than two __threadfence() (fence.sc.gpu)
-  // around a volatile poll: the exchange is on every multi-slice job's path (docs/perf-log.md,
-  // session 19).
-  __device__ __forceinline__ void publish() const { red_release_add_gpu(word, 1u); }
-  // Polls with acquire loads until every slice of the row has arrived; afterwards the partials may
-  // be read, by this thread and, past a block barrier, by the others.
-  __device__ __forceinline__ void wait() const {
+  // Counts this block's arrival with release semantics (the partial this thread stored before is
+  // visible to whoever sees the count) and polls with acquire loads until every slice of the row has
+  // arrived; afterwards the partials may be read, by this thread and, past a block barrier, by the
+  // others. Release/acquire rather than two __threadfence() (fence.sc.gpu) around a volatile poll:
+  // the exchange is on every multi-slice job's path (docs/perf-log.md, session 19).
+  __device__ __forceinline__ void arrive() const {
+    red_release_add_gpu(word, 1u);
     while (ld_acquire_gpu(word) < static_cast<unsigned>(slices)) {
     }
-  }
-  __device__ __forceinline__ void arrive() const {
-    publish();
-    wait();
   }
 };
 

@@ -11,42 +11,38 @@
 // the job's pass 1, fold them in with the body and write them after pass 2.
 // Plan: a persistent grid, one 544-thread block per SM. Warp 16 is the producer: one thread takes
 // job tickets from a global counter in order (row-major over (row, slice)) and, per chunk of each
-// operand (16 KiB, ending on a 128-byte line of the row: see Span), waits for a free stage of a
-// 192 KiB ring (`empty` mbarrier), arms the stage's `full` mbarrier with the byte count and issues
-// 1-D bulk copies of the body (TMA without a tensor map; pass 1 with an L2 evict_last policy, pass 2
-// evict_first). Rows of one slice stream each job's pass 1, then its pass 2. Rows of several slices
-// stream one pass out of step: pass 1 of job k, then pass 2 of job k - 1, so that the consumers fold
-// the next slice while the row of the last one exchanges. The producer runs up to a whole ring ahead
-// of the consumers, across passes and jobs, so DRAM sees 192 KiB per SM in flight whatever the
-// consumers are doing (the register-tiled kernels issue a tile, then wait for it). Warps 0-15
-// consume: each thread reads 2 units (16 B) per operand of a chunk from shared memory, releases the
-// stage (an mbarrier arrive per thread) and computes; after pass 1 a slice publishes its statistics,
-// and before pass 2 the job collects its row's (the exchange); pass 2 stores the output from
-// registers with 16-byte evict-first stores.
+// operand (16 KiB, ending on a 128-byte line of the row: see Span), waits for a free stage of a 192 KiB ring (`empty` mbarrier), arms the stage's
+// `full` mbarrier with the byte count and issues 1-D bulk copies of the body (TMA without a tensor
+// map; pass 1 with an L2 evict_last policy, pass 2 evict_first). Each job streams pass 1, then
+// pass 2. The producer runs up to a whole ring ahead of the consumers, across the pass boundary
+// and into the next job, so DRAM sees 192 KiB per SM in flight whatever the consumers are doing
+// (the register-tiled kernels issue a tile, then wait for it). Warps 0-15 consume: each thread
+// reads 2 units (16 B) per operand of a chunk from shared memory, releases the stage (an mbarrier
+// arrive per thread) and computes; between the passes the job's slices exchange their statistics;
+// pass 2 stores the output from registers with 16-byte evict-first stores.
 // L2: a slice is read from DRAM in pass 1 and again in pass 2, ideally from L2. The slice count
-// keeps the bytes between the two reads, about blocks x slice bytes (twice that for rows of several
-// slices, the next slice's pass 1 in between), under l2_reread_budget_bytes(), and slices at most
-// 256 KiB (measured best with the exchange exposed, before the passes went out of step).
+// keeps the bytes between the two reads, about (blocks x slice bytes), under l2_reread_budget_bytes()
+// and slices at most 256 KiB (measured best).
 // Slices also fill the grid when rows are fewer than SMs.
 // Deadlock freedom: tickets are taken in order by running producers, and a block's consumers work
-// through its passes in ring order. A block's consumers wait for one thing only, the exchange of the
-// job whose pass 2 is next, and by then they have published every job the block holds: the ring puts
-// pass 1 of job k before pass 2 of job k - 1, and the producer takes ticket k + 1 only after its
-// consumers are past job k - 1's exchange (`exchanged` mbarrier). So the oldest row still exchanging
-// has all its drawn slices published, and its undrawn ones are taken by the next draws: a block that
-// is not waiting on that row is running (slices <= grid) and draws them. Without the wait before the
-// next ticket a block could queue a slice behind the exchange that waits for it: a hang (v10,
-// docs/perf-log.md; tests/test_split_row_protocol.py models the order and its negative control).
+// through its jobs in ticket order, so the oldest unfinished row has all its slices taken by
+// running blocks whose earlier jobs are done or finishable; they all reach its exchange. This
+// needs that no block holds two slices of one row: so when rows have several slices, the producer
+// takes its next ticket only after its consumers are past the job's exchange (`exchanged`
+// mbarrier). Without that wait a slice of at most one ring (192 KiB over all operands, e.g.
+// 2x70000) lets the producer queue the same row's next slice behind the one whose exchange waits
+// for it: a hang (docs/perf-log.md, v13). Slices longer than the ring (every benchmark shape) never
+// reached that point before the exchange anyway, so the wait costs them nothing.
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
-// exchange round trip, hidden behind the next slice's pass 1 when rows have several slices.
+// exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
 // Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
 // slices). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange,
 // count_exit and zero_workspace in softmax_reduce.cuh say how and why that is safe): the caller
 // zeroes it once, no memset per call. Every producer draws tickets until its first one past the last
 // job, so the launch hands out rows x slices + gridDim.x tickets and the draw of the last resets the
 // counter (each producer has then drawn its end ticket: none draws again). Rows of several slices:
-// once a block's producer has drawn its end ticket and its consumers are past their last exchange,
-// the producer counts the block's exit (count_exit), while the consumers still write their last
+// when a block's producer draws its end ticket, its consumers are past their last exchange, so the
+// producer counts the block's exit then (count_exit), while the consumers still write their last
 // job; the end marker tells the consumers of the last block out to zero the row counters and
 // partials (zero_workspace) once that job is written. Nothing on any job's path waits for the reset.
 // Single-slice rows touch neither.
@@ -85,11 +81,9 @@ constexpr int stages() {
   return kRingBytes / (kOps * kChunkBytes);
 }
 
-// A job (a row's slice) and which of its passes a run of chunks in the ring carries.
 struct Job {
-  std::int64_t row;  // < 0: no more jobs (slice = 1: zero the workspace)
+  std::int64_t row;  // < 0: no more jobs
   int slice;
-  int pass;  // 0: statistics, 1: output
 };
 
 struct StreamProblem {
@@ -142,8 +136,8 @@ __device__ __forceinline__ std::int64_t chunk_end(std::int64_t c0, const Span& s
 }
 
 // The ring of one block: stage s holds operand o's chunk at buf + (s * kOps + o) * kChunkBytes,
-// and jobs[s] names the job and pass whose first chunk is in stage s (written before that stage's
-// `full` arrive, read by the consumers after their wait on it: the mbarrier orders the two).
+// and jobs[s] names the job whose first chunk is in stage s (written before that stage's `full`
+// arrive, read by the consumers after their wait on it: the mbarrier orders the two).
 template <int kOps>
 struct Ring {
   static constexpr int kStages = stages<kOps>();
@@ -171,57 +165,45 @@ struct Ring {
   }
 };
 
-// The producer thread: tickets -> jobs -> passes of bulk copies over each job's body; a ticket past
-// the last job puts the end marker in the ring. Rows of one slice stream each job's pass 1 then its
-// pass 2. Rows of several slices stream one pass out of step, so that the consumers' wait for a row's
-// other slices overlaps the next job's first pass: pass 1 of job k, then pass 2 of job k - 1, then
-// the wait for job k - 1's exchange before the next ticket (the deadlock note in the header).
+// The producer thread: tickets -> jobs -> two passes of bulk copies over each job's body; a ticket
+// past the last job puts the end marker in the ring.
 template <typename T, int kOps>
 __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&in)[kOps],
                         const std::int64_t (&stride)[kOps], unsigned* workspace) {
   constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
   const std::uint64_t keep = l2_policy_evict_last(), drop = l2_policy_evict_first();
   const unsigned last_ticket = static_cast<unsigned>(p.rows * p.slices) + gridDim.x - 1;  // host-checked: no wrap
-  const bool lagged = p.slices > 1;
-  const auto stream = [&](const Job& job, int pass) {
-    const Span body = slice_body<T>(job, p, row_geometry(in[0] + job.row * stride[0], p.cols));
-    for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
-      c1 = chunk_end(c0, body, kChunkElems);
-      mbar_wait(&r.empty[r.stage], r.phase ^ 1);
-      if (c0 == body.begin) r.jobs[r.stage] = Job{job.row, job.slice, pass};
-      const unsigned bytes = static_cast<unsigned>((c1 - c0) * sizeof(T));
-      mbar_arrive_expect_tx(&r.full[r.stage], bytes * kOps);
-#pragma unroll
-      for (int op = 0; op < kOps; ++op)
-        bulk_load(r.buf + (r.stage * kOps + op) * kChunkBytes, in[op] + job.row * stride[op] + c0, bytes,
-                  &r.full[r.stage], pass == 0 ? keep : drop);
-      r.advance();
-    }
-  };
-  Job pending{-1, 0, 0};  // lagged: the job whose pass 2 follows the next job's pass 1
   for (;;) {
     const unsigned ticket = draw_ticket(workspace, last_ticket);
-    const Job job{static_cast<std::int64_t>(ticket / p.slices), static_cast<int>(ticket % p.slices), 0};
-    const bool end = job.row >= p.rows;
-    if (!end) {
-      stream(job, 0);
-      if (!lagged) stream(job, 1);
-    }
-    if (pending.row >= 0) {
-      stream(pending, 1);
-      mbar_wait(r.exchanged, r.exchanged_phase);  // its consumers are past pending's exchange
-      r.exchanged_phase ^= 1;
-    }
-    if (end) {
-      // With several slices per row this block is past its last exchange (the wait above), so its
-      // consumers are done with the row words and partials: count the block's exit now, off the
-      // consumers' path, and tell them (slice 1) when theirs is the block to zero the workspace.
-      mbar_wait(&r.empty[r.stage], r.phase ^ 1);
-      r.jobs[r.stage] = Job{-1, lagged && count_exit(workspace) ? 1 : 0, 0};
+    const Job job{static_cast<std::int64_t>(ticket / p.slices), static_cast<int>(ticket % p.slices)};
+    mbar_wait(&r.empty[r.stage], r.phase ^ 1);
+    if (job.row >= p.rows) {
+      // The end marker; with several slices per row, past this block's last exchange (the `exchanged`
+      // wait below), so its consumers are done with the row words and partials: count the block's exit
+      // now, off the consumers' path, and tell them (slice 1) when theirs is the block to zero the workspace.
+      r.jobs[r.stage] = Job{-1, p.slices > 1 && count_exit(workspace) ? 1 : 0};
       mbar_arrive(&r.full[r.stage]);
       return;
     }
-    if (lagged) pending = job;
+    r.jobs[r.stage] = job;
+    const Span body = slice_body<T>(job, p, row_geometry(in[0] + job.row * stride[0], p.cols));
+    for (int pass = 0; pass < 2; ++pass) {
+      for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
+        c1 = chunk_end(c0, body, kChunkElems);
+        if (pass > 0 || c0 > body.begin) mbar_wait(&r.empty[r.stage], r.phase ^ 1);
+        const unsigned bytes = static_cast<unsigned>((c1 - c0) * sizeof(T));
+        mbar_arrive_expect_tx(&r.full[r.stage], bytes * kOps);
+#pragma unroll
+        for (int op = 0; op < kOps; ++op)
+          bulk_load(r.buf + (r.stage * kOps + op) * kChunkBytes, in[op] + job.row * stride[op] + c0, bytes,
+                    &r.full[r.stage], pass == 0 ? keep : drop);
+        r.advance();
+      }
+    }
+    if (p.slices > 1) {  // no second slice of this row in the ring before its exchange (deadlock note above)
+      mbar_wait(r.exchanged, r.exchanged_phase);
+      r.exchanged_phase ^= 1;
+    }
   }
 }
 
@@ -265,25 +247,19 @@ __device__ __forceinline__ V consumers_reduce(V v) {
   return total;
 }
 
-// Publishes the consumers' total for this slice in the workspace and counts the arrival (thread 0;
-// no wait).
+// The row's statistics from this slice's: with one slice, the slice's; else publish it in the
+// workspace, count the arrival, wait for the row's other slices and combine all of them in slice
+// order (every block of the row gets the same bits).
 template <typename V>
-__device__ __forceinline__ void publish_partial(const V& v, const Job& job, const StreamProblem& p, unsigned* row_words,
-                                                V* partials) {
+__device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem& p, unsigned* row_words, V* partials) {
+  v = consumers_reduce(v);
+  if (p.slices == 1) return v;
+  V* row_partials = partials + job.row * p.slices;
   if (threadIdx.x == 0) {
-    store_cg(partials + job.row * p.slices + job.slice, v);
-    RowExchange{row_words + job.row, p.slices}.publish();
+    store_cg(row_partials + job.slice, v);
+    RowExchange{row_words + job.row, p.slices}.arrive();
   }
-}
-
-// The row's statistics: waits for every slice of the row to publish and combines their partials in
-// slice order (every block of the row gets the same bits).
-template <typename V>
-__device__ __forceinline__ V collect_total(const Job& job, const StreamProblem& p, unsigned* row_words,
-                                           const V* partials) {
-  if (threadIdx.x == 0) RowExchange{row_words + job.row, p.slices}.wait();
   named_barrier(kConsumerBarrier, kConsumerThreads);
-  const V* row_partials = partials + job.row * p.slices;
   V acc = reduce_identity<V>();
   for (int i = threadIdx.x; i < p.slices; i += kConsumerThreads) acc = combine(acc, load_cg(row_partials + i));
   return consumers_reduce(acc);
@@ -308,20 +284,16 @@ __device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
   return Ring<kOps>{smem, full, empty, &exchanged, jobs};
 }
 
-// The consumers' walk over the stream produce() writes, one pass of one job at a time, in the order the
-// ring holds them. Pass 1 folds the body into this slice's statistics; with one slice per row they are
-// the row's and wait in registers for the pass 2 that follows, else they are published and pass 2 first
-// collects the row's (the exchange). Math supplies the two passes over one chunk: fold(ring, units, acc)
-// -> acc and emit(ring, units, row, c0, total), and the same for the row's head and tail elements
-// outside the body (edge_stat, store_edge). Threads 0-14 load those (load_edge) at the start of each
-// pass, so the latency hides behind the body.
+// The consumers' walk over the stream produce() writes: per job, pass 1, the row's exchange, then
+// pass 2. Math supplies the two passes over one chunk: fold(ring, units, acc) -> acc (pass 1) and
+// emit(ring, units, row, c0, total) (pass 2), and the same for the row's head and tail elements
+// outside the body (edge_stat, store_edge). Threads 0-14 load those (load_edge) before the body,
+// so the latency hides behind it, and keep them in registers until pass 2 writes them.
 template <typename Math, int kOps>
 __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, unsigned* workspace,
                                         typename Math::V* partials, const Math& math) {
   using V = typename Math::V;
   constexpr std::int64_t kChunkElems = Math::kChunkElems;
-  unsigned* row_words = workspace + kWorkspaceHeader;
-  V total = math.identity();  // one slice per row: the last pass 1's statistics
   for (;;) {
     r.wait_full();
     const Job job = r.jobs[r.stage];
@@ -331,27 +303,17 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
     }
     const Span body = math.body(job, p);
     const auto edge = math.load_edge(job, p);
-    if (job.pass == 0) {
-      V acc = math.identity();
-      for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
-        c1 = chunk_end(c0, body, kChunkElems);
-        if (c0 > body.begin) r.wait_full();
-        acc = math.fold(r, static_cast<int>((c1 - c0) / Math::W), acc);
-      }
-      acc = consumers_reduce(combine(acc, math.edge_stat(edge)));
-      if (p.slices == 1)
-        total = acc;
-      else
-        publish_partial(acc, job, p, row_words, partials);
-      continue;
-    }
-    if (p.slices > 1) {
-      total = collect_total(job, p, row_words, partials);
-      if (threadIdx.x == 0) mbar_arrive(r.exchanged);
-    }
+    V acc = math.identity();
     for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
       c1 = chunk_end(c0, body, kChunkElems);
       if (c0 > body.begin) r.wait_full();
+      acc = math.fold(r, static_cast<int>((c1 - c0) / Math::W), acc);
+    }
+    const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, workspace + kWorkspaceHeader, partials);
+    if (p.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
+    for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
+      c1 = chunk_end(c0, body, kChunkElems);
+      r.wait_full();
       math.emit(r, static_cast<int>((c1 - c0) / Math::W), job.row, c0, total);
     }
     math.store_edge(job, edge, total);
@@ -524,11 +486,10 @@ ForcedSlices forced_slices() {
   return f;
 }
 
-// One block per SM. Slices: enough that the bytes each block streams between a slice's two reads fit
-// its share of the L2 re-read budget (one slice with one slice per row; two with several, where the
-// next job's pass 1 comes between), slices of at most kSliceBytesMost, and at least one job per block
-// when rows are few; slices are whole chunks of a row's body, cut so that every row's last slice
-// still holds a unit (rows differ by one unit with their alignment).
+// One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
+// slices of at most kSliceBytesMost, and at least one job per block when rows are few; slices are
+// whole chunks of a row's body, cut so that every row's last slice still holds a unit (rows differ
+// by one unit with their alignment).
 template <typename T, int kOps>
 StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   constexpr int W = vec_width<T>();
@@ -539,13 +500,10 @@ StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int
   const std::int64_t most = cols / W, fewest = fewest_units<T>(cols);
   const std::int64_t chunks = std::max<std::int64_t>(1, (most + kChunkUnits - 1) / kChunkUnits);
   const ForcedSlices forced = forced_slices();
-  const auto slices_for = [&](double slices_between_reads) {
-    return std::max({static_cast<std::int64_t>(slices_between_reads * row_bytes / budget) + 1,
-                     static_cast<std::int64_t>(std::ceil(row_bytes / kSliceBytesMost)),
-                     (grid + rows - 1) / std::max<std::int64_t>(rows, 1)});
-  };
-  std::int64_t slices = forced.count > 0 ? forced.count : slices_for(1);
-  if (forced.count == 0 && slices > 1) slices = slices_for(2);
+  std::int64_t slices = forced.count > 0 ? forced.count
+                                         : std::max({static_cast<std::int64_t>(row_bytes / budget) + 1,
+                                                     static_cast<std::int64_t>(std::ceil(row_bytes / kSliceBytesMost)),
+                                                     (grid + rows - 1) / std::max<std::int64_t>(rows, 1)});
   slices = std::clamp<std::int64_t>(slices, 1, std::min(grid, chunks));
   std::int64_t slice_units = forced.count > 0 && !forced.whole_chunks ? (most + slices - 1) / slices
                                                                       : (chunks + slices - 1) / slices * kChunkUnits;
