@@ -86,8 +86,11 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 //   does not stream:
 // - fewer than ~32 rows: split_row, which spreads a row over the most blocks (0.47-0.64x copy;
 //   cluster_split_row 0.25-0.54x, block_online 0.04-0.34x);
-// - backward at 513-1024 columns: block_per_row (16384x1024: 1.01x fp32, 0.90x bf16; warp_per_row
-//   0.90x / 0.86x, it reads the row twice there);
+// - 513-1024 columns, backward and fp32 forward: block_per_row with its short-row tiles (session 20,
+//   results/h200/experiments/softmax-block-per-row-min-depth-*.json; 16384x1024 backward 1.00x fp32,
+//   0.95x bf16 against warp_per_row's 0.89x / 0.86x, which reads the row twice there; fp32 forward
+//   0.97x against 0.95x, 32768x1000 0.98x against 0.97x). 16-bit forward keeps warp_per_row
+//   (0.89-0.96x both);
 // - block_online wherever every row it keeps in flight re-reads from L2, whether one block per row
 //   or a capped grid of one 1024-thread block per SM (block_online_rereads_from_l2): 0.96-0.99x at
 //   4096x32768 in fp32 forward and bf16 both ways, 0.95x fp32 backward (cluster 0.94x), 0.78x at
@@ -104,9 +107,11 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
   const std::int64_t sms = sm_count(device);
   const bool forward = direction == SoftmaxDirection::Forward;
   if (cols <= softmax_detail::kWarpPerRowMaxCols) {
-    // Backward past 512 columns: warp_per_row's tiles (16 values each of y and dy per lane) no
-    // longer hold the row, which it then reads twice; a block per row holds it in one tile.
-    if (!forward && cols > softmax_detail::kWarpPerRowMaxCols / 2 && rows >= sms) return SoftmaxPlan::BlockPerRow;
+    // Past 512 columns a block per row holds the row in one tile. Backward: warp_per_row's tiles
+    // (16 values each of y and dy per lane) no longer do, and it reads the row twice. fp32 forward:
+    // warp_per_row's full-warp, 32-value tiles measured slower than block_per_row's 16-value ones.
+    const bool past_half = cols > softmax_detail::kWarpPerRowMaxCols / 2 && rows >= sms;
+    if (past_half && (!forward || dtype == DType::F32)) return SoftmaxPlan::BlockPerRow;
     return SoftmaxPlan::WarpPerRow;
   }
   if (cols <= 16384 && rows >= sms) return SoftmaxPlan::BlockPerRow;

@@ -1,7 +1,8 @@
 // block_per_row: medium rows (cols <= 32768). One block per row; each thread keeps up to 32 fp32
 // values of the row in registers (16-byte units k * threads + tid); the block is sized so the
 // whole row is one tile (about 256 threads for fp32 and 128 for 16-bit types, so a thread has the
-// same bytes in flight in every dtype; up to 1024 threads for the longest rows). One shuffle +
+// same bytes in flight in every dtype; up to 1024 threads for the longest rows), and short rows
+// take fewer threads so that each still loads at least 64 bytes (kMinUnitsInFlight). One shuffle +
 // shared-memory reduction per row: (max, sum) combined in a single pass for forward, the dot
 // product for backward.
 // Bound: DRAM bytes, one read + one write per element (forward 2x, backward 3x the tensor size).
@@ -20,6 +21,12 @@ namespace {
 constexpr int kMaxThreads = 1024;
 // Preferred threads per row for fp32 (16-bit types: half): deeper tiles, more loads in flight.
 constexpr int kTargetThreadsFp32 = 256;
+// 16-byte units each thread loads at least, over all operands, where the register budget allows:
+// a short row is one block's whole load, so the bytes an SM has in flight are (blocks per SM, at
+// most 2048 threads' worth) x (row bytes), and fewer, deeper threads fit more rows. 256 threads x
+// 4 fp32 values at 1024 columns ran at 0.64 of copy bandwidth, 128 x 16 values at 0.97; 16-bit
+// forward 1000-2048 columns 0.62-0.81 -> 0.90-0.95 (docs/perf-log.md, session 20).
+constexpr int kMinUnitsInFlight = 4;
 
 template <typename T, int kVecs>
 __global__ __launch_bounds__(kMaxThreads) void softmax_parallel_block_per_row_fwd(
@@ -49,7 +56,10 @@ struct BlockShape {
 template <typename T>
 BlockShape block_shape(std::int64_t span, int operands) {  // span: see tile_span
   const std::int64_t units = (span + vec_width<T>() - 1) / vec_width<T>();
-  const int target_threads = kTargetThreadsFp32 * static_cast<int>(sizeof(T)) / 4;
+  const int min_depth = std::min(max_vecs<T>(operands), kMinUnitsInFlight / operands);
+  // At least one full warp: a block launches whole warps, so a shorter row spreads over all 32 lanes.
+  const std::int64_t target_threads = std::max<std::int64_t>(
+      32, std::min<std::int64_t>(kTargetThreadsFp32 * static_cast<int>(sizeof(T)) / 4, (units + min_depth - 1) / min_depth));
   const int depth = tile_depth(units, target_threads, max_vecs<T>(operands));
   const std::int64_t lanes = (units + depth - 1) / depth;
   return {depth, static_cast<int>(std::min<std::int64_t>(kMaxThreads, (lanes + 31) / 32 * 32))};
