@@ -232,6 +232,9 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
 
     def test_choose_plan_by_shape(self):
         self.assertEqual(triton_softmax.choose_plan(65536, 256, torch.float32, CPU), "warp_per_row")
+        self.assertEqual(triton_softmax.choose_plan(16384, 1024, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(16384, 1024, torch.bfloat16, CPU), "warp_per_row")
+        self.assertEqual(triton_softmax.choose_plan(2, 1024, torch.float32, CPU), "warp_per_row")  # < 1 row per SM
         self.assertEqual(triton_softmax.choose_plan(4096, 4096, torch.bfloat16, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "block_online")
         self.assertEqual(triton_softmax.choose_plan(1, 50257, torch.bfloat16, CPU), "split_row")  # < 7/8 row per SM
