@@ -20,7 +20,7 @@ import torch
 
 from cuda_portfolio.bench import cli, env, shapes
 from cuda_portfolio.bench import compare, report, targets
-from cuda_portfolio.bench.case import CONTROL, OURS, PEER, Case, Provider, relative_error
+from cuda_portfolio.bench.case import CONTROL, OURS, PEER, Case, Provider, relative_error, selected_names
 from cuda_portfolio.bench.report import render_table
 from cuda_portfolio.bench.runner import base_record, run_case, time_ratio
 from cuda_portfolio.bench.schema import validate_results
@@ -58,10 +58,27 @@ class ArgumentTest(unittest.TestCase):
         quick_all = cli.case_specs(cli.parse_args(["--shapes", "quick"]))
         self.assertEqual(len(quick_all), 2 * 2 * len(shapes.SOFTMAX_QUICK) + 2 * len(shapes.MATMUL_QUICK))
 
+    def test_plans_as_a_list_of_names(self):
+        args = cli.parse_args(["--plans", "block_per_row, warp_per_row,block_per_row"])
+        self.assertEqual(args.plan_selection, ("block_per_row", "warp_per_row"))
+        self.assertEqual(args.plans, "block_per_row, warp_per_row,block_per_row")  # as the results file records it
+        self.assertEqual(cli.parse_args(["--plans", "all"]).plan_selection, "all")
+        listed = ["warp_per_row", "block_per_row", "split_row"]
+        self.assertEqual(selected_names("auto", listed), ["auto"])
+        self.assertEqual(selected_names("all", listed), listed)
+        self.assertEqual(selected_names(("split_row", "wgmma_tma", "auto"), listed), ["auto", "split_row"])
+
+    def test_plan_names_no_backend_lists_are_named(self):
+        args = cli.parse_args(["--op", "softmax", "--backend", "triton", "--plans", "warp_per_row,nope,auto"])
+        unknown, known = cli.unknown_plan_names(args)
+        self.assertEqual(unknown, ["nope"])
+        self.assertIn("warp_per_row", known)
+        self.assertEqual(cli.unknown_plan_names(cli.parse_args(["--plans", "all"])), ([], []))
+
     def test_bad_arguments_exit_2(self):
         for argv in (["--shapes", "4096x"], ["--shapes", "0x5"], ["--shapes", "2x3x4x5"], ["--dtype", "float64"],
                      ["--op", "matmul", "--shapes", "64x64"], ["--rounds", "0"], ["--op", "conv"],
-                     ["--case-timeout", "0"], ["--case-timeout", "-5"]):
+                     ["--case-timeout", "0"], ["--case-timeout", "-5"], ["--plans", " , "]):
             with self.subTest(argv=argv), self.assertRaises(SystemExit) as ctx:
                 with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
                     cli.parse_args(argv)

@@ -68,9 +68,21 @@ def relative_error(out: torch.Tensor, ref64: torch.Tensor) -> tuple[float, str]:
     return (diff / norm if norm > 0 else diff), ""
 
 
-def our_providers(backend: str, module_path: str, all_names: bool, list_names, choose, check, bind,
+def selected_names(plans, listed) -> list[str]:
+    """The plan/kernel names timed for one backend: ["auto"] for plans "auto", every listed name for "all", else
+    the requested names (a tuple) that this backend lists, in the given order, after "auto" when requested (the
+    report takes a case's first record of a backend as its auto pick)."""
+    if plans == "auto":
+        return ["auto"]
+    if plans == "all":
+        return list(listed)
+    return ["auto"] * ("auto" in plans) + [name for name in plans if name != "auto" and name in listed]
+
+
+def our_providers(backend: str, module_path: str, plans, list_names, choose, check, bind,
                   describe=None) -> list:
-    """One provider per plan/kernel name of `backend` (every name, or only the "auto" choice).
+    """One provider per selected plan/kernel name of `backend` (plans: "auto", "all" or a tuple of names; see
+    selected_names).
 
     list_names(module) -> names; choose(module) -> the name "auto" picks; check(module, name) raises
     ValueError when that name cannot run this case; bind(module, name) -> Provider.bind;
@@ -78,7 +90,7 @@ def our_providers(backend: str, module_path: str, all_names: bool, list_names, c
     """
     import cuda_portfolio as cp
 
-    wanted = "all" if all_names else "auto"
+    wanted = plans if isinstance(plans, str) else ",".join(plans)
     ok, reason = cp.available_backends()[backend]
     if not ok:
         return [Provider(backend, OURS, plan=wanted, status="unavailable", reason=reason)]
@@ -87,7 +99,7 @@ def our_providers(backend: str, module_path: str, all_names: bool, list_names, c
     except ImportError as exc:
         return [Provider(backend, OURS, plan=wanted, status="unavailable", reason=f"{module_path}: {exc}")]
     providers = []
-    for name in (list_names(module) if all_names else ["auto"]):
+    for name in selected_names(plans, [] if plans == "auto" else list_names(module)):
         resolved = None if name == "auto" else name
         try:
             resolved = resolved or choose(module)

@@ -25,6 +25,7 @@ from .shapes import parse_dtypes, shape_text, shapes_for
 EPILOG = """examples:
   %(prog)s --op all --shapes quick                    both ops, both backends, a few shapes (~2-3 min on H200)
   %(prog)s --op softmax --shapes full --plans all     every softmax plan on the full preset
+  %(prog)s --op softmax --shapes 16384x1024 --plans auto,warp_per_row,block_per_row   two plans beside auto's pick
   %(prog)s --op matmul --shapes 4096x4096x4096,4000x3000x2000 --dtype bf16 --plot gemm.png
   %(prog)s --op softmax --shapes 4096x4096 --direction bwd --dtype fp32,bf16
 
@@ -41,8 +42,10 @@ def build_parser(prog: str = "cuda_portfolio.bench") -> argparse.ArgumentParser:
                    "default: softmax float32,bfloat16; matmul bfloat16,float16")
     p.add_argument("--direction", choices=("fwd", "bwd", "both"), default="both", help="softmax direction(s)")
     p.add_argument("--shapes", default="quick", help="quick | full | comma list of MxN (softmax) and MxNxK (matmul)")
-    p.add_argument("--plans", choices=("auto", "all"), default="auto",
-                   help="auto: the plan/kernel 'auto' picks; all: every softmax plan and GEMM kernel")
+    p.add_argument("--plans", default="auto",
+                   help="auto: the plan/kernel 'auto' picks; all: every softmax plan and GEMM kernel; or a comma "
+                   "list of names (for example auto,warp_per_row,block_per_row), each timed on the backends that "
+                   "have it")
     p.add_argument("--json", dest="json_path", default=None,
                    help="results file (default results/local/bench-<op>-<date>.json)")
     p.add_argument("--plot", dest="plot_path", default=None, help="also write a PNG plot here (needs matplotlib)")
@@ -65,6 +68,12 @@ def parse_args(argv, prog: str = "cuda_portfolio.bench") -> argparse.Namespace:
         parser.error("--rounds, --samples and --copy-mib must be at least 1")
     if not args.case_timeout > 0:
         parser.error("--case-timeout must be a positive number of seconds")
+    if args.plans in ("auto", "all"):
+        args.plan_selection = args.plans
+    else:
+        args.plan_selection = tuple(dict.fromkeys(name.strip() for name in args.plans.split(",") if name.strip()))
+        if not args.plan_selection:
+            parser.error(f"--plans {args.plans!r} names no plan")
     args.ops = ["softmax", "matmul"] if args.op == "all" else [args.op]
     args.backends = ["cuda", "triton"] if args.backend == "all" else [args.backend]
     args.directions = ["fwd", "bwd"] if args.direction == "both" else [args.direction]
@@ -77,6 +86,24 @@ def parse_args(argv, prog: str = "cuda_portfolio.bench") -> argparse.Namespace:
         parser.error(f"--shapes {args.shapes!r} gives no shape for --op {args.op} "
                      "(softmax takes MxN, matmul takes MxNxK)")
     return args
+
+
+def unknown_plan_names(args) -> tuple[list[str], list[str]]:
+    """(the --plans names no selected backend of a selected op lists, the names they do list). A backend that
+    cannot load here lists nothing: its providers say why when the run reaches them."""
+    if isinstance(args.plan_selection, str):
+        return [], []
+    import cuda_portfolio as cp
+
+    listers = {"softmax": cp.softmax_plans, "matmul": cp.matmul_kernels}
+    known = {}
+    for op in args.ops:
+        for backend in args.backends:
+            try:
+                known.update(dict.fromkeys(listers[op](backend)))
+            except Exception:  # an unavailable backend (no native build, no Triton)
+                continue
+    return [name for name in args.plan_selection if name != "auto" and name not in known], list(known)
 
 
 def case_specs(args) -> list[tuple]:
@@ -167,9 +194,9 @@ def run(args, command: str, json_path: Path) -> dict:
     for op, dtype, direction, shape in _progress(case_specs(args)):
         watchdog.start(f"{op} {direction} {str(dtype).removeprefix('torch.')} {shape_text(shape)}")
         if op == "softmax":
-            case = make_softmax_case(shape, dtype, direction, args.backends, args.plans == "all")
+            case = make_softmax_case(shape, dtype, direction, args.backends, args.plan_selection)
         else:
-            case = make_matmul_case(shape, dtype, args.backends, args.plans == "all")
+            case = make_matmul_case(shape, dtype, args.backends, args.plan_selection)
         records += run_case(case, settings, ceilings)
         del case
         torch.cuda.empty_cache()  # the next case may need the memory this one's graphs and copies held
@@ -184,6 +211,11 @@ def main(argv=None, prog: str = "cuda_portfolio.bench") -> int:
     if refusal is not None:
         print(f"benchmark: {refusal}", file=sys.stderr)
         return 3
+    unknown, known = unknown_plan_names(args)
+    if unknown:
+        print(f"benchmark: --plans {', '.join(unknown)}: no {' or '.join(args.backends)} {' or '.join(args.ops)} "
+              f"plan or kernel has that name; known here: {', '.join(known) or 'none'}", file=sys.stderr)
+        return 2
     path = Path(args.json_path) if args.json_path else default_json_path(args.op)
     doc = run(args, f"{prog} {shlex.join(argv)}".strip(), path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}
 TF32_TOLERANCE = 5e-3
 
 
-def make_matmul_case(shape, dtype: torch.dtype, backends, all_kernels: bool, device: str = "cuda",
+def make_matmul_case(shape, dtype: torch.dtype, backends, kernels, device: str = "cuda",
                      peers: bool = True) -> Case:
     m, n, k = shape
     allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
@@ -37,7 +37,7 @@ def make_matmul_case(shape, dtype: torch.dtype, backends, all_kernels: bool, dev
     b = torch.empty(k, n, device=device, dtype=dtype)
     for backend in backends:
         case.providers += our_providers(
-            backend, BACKEND_MODULES[backend], all_kernels, list_names=lambda m: m.kernels(),
+            backend, BACKEND_MODULES[backend], kernels, list_names=lambda m: m.kernels(),
             choose=lambda m: m.choose_kernel(a, b, allow_tf32),
             check=lambda m, kernel: m.check_kernel(kernel, a, b, allow_tf32),
             bind=lambda m, kernel: _bind_ours(m, kernel, allow_tf32),

@@ -26,7 +26,7 @@ def softmax_bytes(direction: str, rows: int, cols: int, dtype: torch.dtype) -> i
     return tensors * rows * cols * torch.empty((), dtype=dtype).element_size()
 
 
-def make_softmax_case(shape, dtype: torch.dtype, direction: str, backends, all_plans: bool,
+def make_softmax_case(shape, dtype: torch.dtype, direction: str, backends, plans,
                       device: str = "cuda", peers: bool = True) -> Case:
     rows, cols = shape
 
@@ -43,7 +43,7 @@ def make_softmax_case(shape, dtype: torch.dtype, direction: str, backends, all_p
     dev = torch.device(device)
     for backend in backends:
         case.providers += our_providers(
-            backend, BACKEND_MODULES[backend], all_plans, list_names=lambda m: m.plans(),
+            backend, BACKEND_MODULES[backend], plans, list_names=lambda m: m.plans(),
             choose=lambda m: m.choose_plan(rows, cols, dtype, dev, direction),
             check=lambda m, plan: m.check_plan(plan, rows, cols, dtype, dev),
             bind=lambda m, plan: _bind_ours(m, direction, plan),
