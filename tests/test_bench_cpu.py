@@ -68,6 +68,14 @@ class ArgumentTest(unittest.TestCase):
         self.assertEqual(selected_names("all", listed), listed)
         self.assertEqual(selected_names(("split_row", "wgmma_tma", "auto"), listed), ["auto", "split_row"])
 
+    def test_a_case_times_the_selected_plans_with_auto_first(self):
+        from cuda_portfolio.bench.softmax_cases import make_softmax_case
+
+        case = make_softmax_case((3, 7), torch.float32, "fwd", ["triton"], ("block_per_row", "auto", "nope"),
+                                 device="cpu", peers=False)
+        self.assertEqual([(p.plan, p.resolved_plan, p.status) for p in case.providers],
+                         [("auto", "warp_per_row", "ok"), ("block_per_row", "block_per_row", "ok")])
+
     def test_plan_names_no_backend_lists_are_named(self):
         args = cli.parse_args(["--op", "softmax", "--backend", "triton", "--plans", "warp_per_row,nope,auto"])
         unknown, known = cli.unknown_plan_names(args)
