@@ -24,7 +24,7 @@ constexpr int kTargetThreadsFp32 = 256;
 // 16-byte units each thread loads at least, over all operands, where the register budget allows:
 // a short row is one block's whole load, so the bytes an SM has in flight are (blocks per SM, at
 // most 2048 threads' worth) x (row bytes), and fewer, deeper threads fit more rows. 256 threads x
-// 4 fp32 values at 1024 columns ran at 0.64 of copy bandwidth, 128 x 16 values at 0.97; 16-bit
+// 4 fp32 values at 1024 columns ran at 0.64 of copy bandwidth, 64 x 16 values at 0.97; 16-bit
 // forward 1000-2048 columns 0.62-0.81 -> 0.90-0.95 (docs/perf-log.md, session 20).
 constexpr int kMinUnitsInFlight = 4;
 
@@ -57,9 +57,10 @@ template <typename T>
 BlockShape block_shape(std::int64_t span, int operands) {  // span: see tile_span
   const std::int64_t units = (span + vec_width<T>() - 1) / vec_width<T>();
   const int min_depth = std::min(max_vecs<T>(operands), kMinUnitsInFlight / operands);
+  const std::int64_t preferred = kTargetThreadsFp32 * static_cast<int>(sizeof(T)) / 4;
   // At least one full warp: a block launches whole warps, so a shorter row spreads over all 32 lanes.
-  const std::int64_t target_threads = std::max<std::int64_t>(
-      32, std::min<std::int64_t>(kTargetThreadsFp32 * static_cast<int>(sizeof(T)) / 4, (units + min_depth - 1) / min_depth));
+  const std::int64_t target_threads =
+      std::max<std::int64_t>(32, std::min<std::int64_t>(preferred, (units + min_depth - 1) / min_depth));
   const int depth = tile_depth(units, target_threads, max_vecs<T>(operands));
   const std::int64_t lanes = (units + depth - 1) / depth;
   return {depth, static_cast<int>(std::min<std::int64_t>(kMaxThreads, (lanes + 31) / 32 * 32))};
