@@ -5,6 +5,7 @@ from unittest import mock
 
 import torch
 import triton
+import triton.language as tl
 
 import cuda_portfolio as cp
 from cuda_portfolio._backends import triton_interpreting
@@ -221,6 +222,51 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                     self.assertLessEqual(relative_error(y, torch.softmax(view.double(), -1)), 1e-5)
                     self.assertTrue(y_store[:, :3].isnan().all() and y_store[:, 133:].isnan().all(),
                                     "wrote outside the output rows")
+
+    def test_streaming_plans_move_whole_units_of_rows_that_share_a_phase(self):
+        """Rows outside Triton's 16-byte specialization whose operands start each row at the same offset from a
+        16-byte boundary run with EDGES (whole units, then head and tail elements): every row length and phase, row
+        strides that differ by whole units, nothing written outside the rows. Rows out of phase run without it."""
+        for dtype in DTYPES:
+            unit = 16 // dtype.itemsize
+            for cols in (1, 3, unit - 1, unit + 1, 2 * unit + 3, 1025):
+                with self.subTest(dtype=dtype, cols=cols):
+                    contiguous = (torch.empty(5, cols, dtype=dtype),)
+                    self.assertTrue(triton_softmax._alignment("block_online", contiguous, cols)[1])
+                    for plan in triton_softmax.STREAMING_PLANS:
+                        self.check_plan(plan, 5, cols, dtype)  # contiguous: row r starts r * cols % unit in
+                    x = (torch.randn(5, cols + unit) * 3).to(dtype)[:, :cols]  # stride cols + unit: same phase
+                    y_store = torch.full((5, cols + 2 * unit), float("nan"), dtype=dtype)
+                    y = y_store[:, :cols]
+                    self.assertTrue(triton_softmax._alignment("split_row", (x, y), cols)[1])
+                    for plan in triton_softmax.STREAMING_PLANS:
+                        triton_softmax.forward(x, y, plan)
+                        self.assertLessEqual(relative_error(y, torch.softmax(x.double(), -1)), TOLERANCE[dtype])
+                        self.assertTrue(y_store[:, cols:].isnan().all(), "wrote outside the output rows")
+                    out_of_phase = torch.randn(5, cols + 1).to(dtype)[:, :cols]
+                    edges = triton_softmax._alignment("split_row", (out_of_phase, y), cols)[1]
+                    self.assertEqual(edges, cols % unit == 0)
+        self.assertFalse(triton_softmax._alignment("block_per_row", (torch.empty(5, 7),), 7)[1])
+
+    def test_span_body_and_edges_cover_every_element_once(self):
+        @triton.jit
+        def count_cover(count_ptr, start, stop, V: tl.constexpr, BLOCK: tl.constexpr):
+            body_start, body_stop = triton_softmax._span_body(start, stop, V, True)
+            for tile in range(body_start, body_stop, BLOCK):
+                col = tile + tl.arange(0, BLOCK)
+                tl.store(count_ptr + col, tl.load(count_ptr + col, mask=col < body_stop) + 1, mask=col < body_stop)
+            col, mask = triton_softmax._span_edges(start, stop, V)
+            tl.store(count_ptr + col, tl.load(count_ptr + col, mask=mask) + 1, mask=mask)
+
+        for unit in (4, 8):
+            for start in range(0, 2 * unit + 1):
+                for length in (0, 1, 2, unit - 1, unit, unit + 1, 2 * unit - 1, 2 * unit, 3 * unit + 5):
+                    count = torch.zeros(8 * unit, dtype=torch.int32)
+                    count_cover[(1,)](count, start, start + length, V=unit, BLOCK=2 * unit)
+                    expected = torch.zeros_like(count)
+                    expected[start:start + length] = 1
+                    with self.subTest(unit=unit, start=start, length=length):
+                        self.assertTrue(torch.equal(count, expected), count.tolist())
 
     def test_check_plan_refuses_rows_too_long_for_registers(self):
         with self.assertRaisesRegex(ValueError, r"'warp_per_row' cannot run rows of 1025 columns \(max 1024\)"):

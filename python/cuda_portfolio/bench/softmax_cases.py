@@ -107,7 +107,8 @@ def _describe_ours(module, direction, plan):
 
     def describe(inputs):
         operands = inputs[:1] if direction == "fwd" else inputs[1:]
-        return module.kernel_config(operands[0], plan, direction, module.rows_aligned(operands, operands[0].shape[1]))
+        return module.kernel_config(operands[0], plan, direction,
+                                    module.whole_units(plan, operands, operands[0].shape[1]))
     return describe
 
 

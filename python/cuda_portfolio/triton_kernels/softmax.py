@@ -164,7 +164,51 @@ def _fold_tile(x, m, s, A: tl.constexpr, T: tl.constexpr, V: tl.constexpr):
 
 
 @triton.jit
-def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, THREADS: tl.constexpr):
+def _row_phase(offset, ptr, EDGES: tl.constexpr):
+    """With EDGES, how many elements past a 16-byte boundary the row at element `offset` from ptr starts (ptr is
+    16-byte aligned, by its launch specialization); 0 otherwise. Every operand's rows share it (rows_share_phase)."""
+    if EDGES:
+        return offset % (128 // ptr.dtype.element_ty.primitive_bitwidth)
+    else:
+        return 0
+
+
+@triton.jit
+def _row_frame(ptr, offset, phase, EDGES: tl.constexpr):
+    """The pointer a row is addressed from: with EDGES its start rounded down to a whole 16-byte unit, written as
+    `ptr + multiple_of(...)` so Triton knows it is aligned and loads whole units from it (the row's first element is
+    then `phase` elements in); else the row's start."""
+    if EDGES:
+        return ptr + tl.multiple_of(offset - phase, 128 // ptr.dtype.element_ty.primitive_bitwidth)
+    else:
+        return ptr + offset
+
+
+@triton.jit
+def _span_body(start, stop, V: tl.constexpr, EDGES: tl.constexpr):
+    """The part of [start, stop) that whole 16-byte units cover (EDGES; the whole span otherwise), its bounds
+    hinted as multiples of V so a tile's loads and its mask `col < body_stop` are whole units. A span inside one
+    unit gives body_stop < body_start: no tile (the loops below run none)."""
+    if EDGES:
+        return tl.multiple_of((start + V - 1) // V * V, V), tl.multiple_of(stop // V * V, V)
+    else:
+        return start, stop
+
+
+@triton.jit
+def _span_edges(start, stop, V: tl.constexpr):
+    """(columns, mask) of [start, stop)'s elements outside _span_body: its head [start, body start) in lanes 0..V-1,
+    its tail [max(body stop, body start), stop) in lanes V..2V-1; fewer than V elements each, loaded one by one."""
+    body_start = (start + V - 1) // V * V
+    tail_start = tl.maximum(stop // V * V, body_start)
+    lane = tl.arange(0, 2 * V)
+    head = lane < V
+    col = tl.where(head, body_start - V + lane, tail_start + lane - V)
+    return col, tl.where(head, (col >= start) & (col < tl.minimum(body_start, stop)), col < stop)
+
+
+@triton.jit
+def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, THREADS: tl.constexpr, EDGES: tl.constexpr):
     """(max, sum(exp(x - max))) of x_row[start:stop] in one read, as fp32 scalars.
 
     Per-thread state: THREADS (32 * num_warps) running (max, sum) pairs, each over one thread's values of every tile
@@ -176,58 +220,97 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, THREADS: tl.const
     exp(-inf) = 0, and a thread or span of only -inf returns (-FLT_MAX, 0), whose 1/0 makes an all -inf row
     NaN in the normalize pass (0 * inf), as torch. NaN in x makes the max (NaN-propagating), then s, NaN; +inf
     makes x - m_new = inf - inf, NaN, as torch.
+    EDGES: the tiles cover the span's whole 16-byte units (_span_body); its head and tail elements are folded
+    first, into a (max, sum) pair merged at the end (before the loop, so the span's bounds are dead in it).
     """
     V: tl.constexpr = min(BLOCK_N, 128 // x_row.dtype.element_ty.primitive_bitwidth)
     T: tl.constexpr = min(THREADS, BLOCK_N // V)
     A: tl.constexpr = BLOCK_N // (T * V)
     m = tl.full([T], -FLT_MAX, tl.float32)
     s = tl.zeros([T], tl.float32)
-    full_stop = start + (stop - start) // BLOCK_N * BLOCK_N
-    for tile in range(start, full_stop, BLOCK_N):
+    if EDGES:
+        edge_col, edge_mask = _span_edges(start, stop, V)
+        edge_x = tl.load(x_row + edge_col, mask=edge_mask, other=float("-inf")).to(tl.float32)
+        m_edges = _max_nan(tl.reduce(edge_x, 0, _max_nan), -FLT_MAX)
+        s_edges = tl.sum(_exp(edge_x - m_edges), axis=0)
+    body_start, body_stop = _span_body(start, stop, V, EDGES)
+    full_stop = body_start + (body_stop - body_start) // BLOCK_N * BLOCK_N
+    for tile in range(body_start, full_stop, BLOCK_N):
         x = tl.load(x_row + tile + tl.arange(0, BLOCK_N), eviction_policy="evict_last")
         m, s = _fold_tile(x, m, s, A, T, V)
-    if full_stop < stop:
+    if full_stop < body_stop:
         col = full_stop + tl.arange(0, BLOCK_N)
-        x = tl.load(x_row + col, mask=col < stop, other=float("-inf"), eviction_policy="evict_last")
+        x = tl.load(x_row + col, mask=col < body_stop, other=float("-inf"), eviction_policy="evict_last")
         m, s = _fold_tile(x, m, s, A, T, V)
     m_all = tl.max(m, axis=0)
-    return m_all, tl.sum(s * _exp(m - m_all), axis=0)
+    s_all = tl.sum(s * _exp(m - m_all), axis=0)
+    if EDGES:
+        m_new = _max_nan(m_all, m_edges)
+        s_all = s_all * _exp(m_all - m_new) + s_edges * _exp(m_edges - m_new)
+        m_all = m_new
+    return m_all, s_all
 
 
 @triton.jit
-def _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_N: tl.constexpr):
-    """y_row[start:stop] = exp(x - row_max) * inv_sum, last tile first (it is the freshest in L2); .cs stores."""
-    tiles = tl.cdiv(stop - start, BLOCK_N)
+def _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
+    """y_row[start:stop] = exp(x - row_max) * inv_sum, last tile first (it is the freshest in L2); .cs stores.
+    EDGES: the head and tail elements one by one, then the tiles over the whole 16-byte units."""
+    V: tl.constexpr = 128 // x_row.dtype.element_ty.primitive_bitwidth
+    if EDGES:
+        edge_col, edge_mask = _span_edges(start, stop, V)
+        edge_x = tl.load(x_row + edge_col, mask=edge_mask, other=float("-inf")).to(tl.float32)
+        tl.store(y_row + edge_col, (_exp(edge_x - row_max) * inv_sum).to(y_row.dtype.element_ty), mask=edge_mask)
+    body_start, body_stop = _span_body(start, stop, V, EDGES)
+    tiles = tl.cdiv(body_stop - body_start, BLOCK_N)
     for i in range(0, tiles):
-        col = start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
-        mask = col < stop
+        col = body_start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = col < body_stop
         x = tl.load(x_row + col, mask=mask, other=float("-inf"), eviction_policy="evict_first").to(tl.float32)
         tl.store(y_row + col, (_exp(x - row_max) * inv_sum).to(y_row.dtype.element_ty), mask=mask,
                  cache_modifier=".cs")
 
 
 @triton.jit
-def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr, STAGES: tl.constexpr, EDGES: tl.constexpr):
     """sum(y * dy) over [start, stop) in fp32, lane-wise accumulation then one reduction.
-    Software-pipelined when STAGES is set (module docstring, "Bytes in flight, backward")."""
+    Software-pipelined when STAGES is set (module docstring, "Bytes in flight, backward").
+    EDGES: the head and tail elements one by one, then the tiles over the whole 16-byte units."""
+    V: tl.constexpr = 128 // y_row.dtype.element_ty.primitive_bitwidth
+    if EDGES:
+        edge_col, edge_mask = _span_edges(start, stop, V)
+        edge_y = tl.load(y_row + edge_col, mask=edge_mask, other=0.0).to(tl.float32)
+        edge_dot = tl.sum(edge_y * tl.load(dy_row + edge_col, mask=edge_mask, other=0.0).to(tl.float32), axis=0)
+    body_start, body_stop = _span_body(start, stop, V, EDGES)
     acc = tl.zeros([BLOCK_N], tl.float32)
-    for tile in tl.range(start, stop, BLOCK_N, num_stages=STAGES):
+    for tile in tl.range(body_start, body_stop, BLOCK_N, num_stages=STAGES):
         col = tile + tl.arange(0, BLOCK_N)
-        mask = col < stop
+        mask = col < body_stop
         y = tl.load(y_row + col, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
         dy = tl.load(dy_row + col, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
         acc += y * dy
-    return tl.sum(acc, axis=0)
+    if EDGES:
+        return edge_dot + tl.sum(acc, axis=0)
+    else:
+        return tl.sum(acc, axis=0)
 
 
 @triton.jit
-def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.constexpr, STREAM_STORES: tl.constexpr):
+def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.constexpr, STREAM_STORES: tl.constexpr,
+                        EDGES: tl.constexpr):
     """dx_row[start:stop] = y * (dy - dot), last tile first (it is the freshest in L2). STREAM_STORES: .cs
-    (evict-first) stores, for 16-byte rows only (launch_config: unaligned rows keep the plain loop and stores)."""
-    tiles = tl.cdiv(stop - start, BLOCK_N)
+    (evict-first) stores, for 16-byte rows only (launch_config: unaligned rows keep the plain loop and stores).
+    EDGES: the head and tail elements one by one, then the tiles over the whole 16-byte units."""
+    V: tl.constexpr = 128 // y_row.dtype.element_ty.primitive_bitwidth
+    if EDGES:
+        edge_col, edge_mask = _span_edges(start, stop, V)
+        edge_y = tl.load(y_row + edge_col, mask=edge_mask, other=0.0).to(tl.float32)
+        edge_dy = tl.load(dy_row + edge_col, mask=edge_mask, other=0.0).to(tl.float32)
+        tl.store(dx_row + edge_col, (edge_y * (edge_dy - dot)).to(dx_row.dtype.element_ty), mask=edge_mask)
+    body_start, body_stop = _span_body(start, stop, V, EDGES)
+    tiles = tl.cdiv(body_stop - body_start, BLOCK_N)
     for i in range(0, tiles):
-        col = start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
-        mask = col < stop
+        col = body_start + (tiles - 1 - i) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = col < body_stop
         y = tl.load(y_row + col, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
         dy = tl.load(dy_row + col, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
         dx = (y * (dy - dot)).to(dx_row.dtype.element_ty)
@@ -296,23 +379,34 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
 
 # ----------------------------------------------------------------------------- block_online
 
+# EDGES (both streaming plans): the operands' rows are not in Triton's 16-byte specialization but share one phase (every
+# pointer 16-byte aligned, the row strides equal modulo a 16-byte unit: rows_share_phase), so every operand's row
+# starts the same number of elements past a unit boundary. The kernels then address each row from that boundary
+# (_row_frame) and move its whole units as 16-byte accesses, its head and tail elements one by one; without EDGES such
+# rows move one element per access.
+
 @triton.jit
 def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
-                                    THREADS: tl.constexpr):
+                                    THREADS: tl.constexpr, EDGES: tl.constexpr):
     for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
-        x_row = x_ptr + row * x_row_stride
-        row_max, row_sum = _online_max_sum(x_row, 0, cols, BLOCK_N, THREADS)
-        _normalize_span_reversed(x_row, y_ptr + row * y_row_stride, 0, cols, row_max, 1.0 / row_sum, BLOCK_N)
+        first = _row_phase(row * x_row_stride, x_ptr, EDGES)
+        x_row = _row_frame(x_ptr, row * x_row_stride, first, EDGES)
+        y_row = _row_frame(y_ptr, row * y_row_stride, first, EDGES)
+        row_max, row_sum = _online_max_sum(x_row, first, first + cols, BLOCK_N, THREADS, EDGES)
+        _normalize_span_reversed(x_row, y_row, first, first + cols, row_max, 1.0 / row_sum, BLOCK_N, EDGES)
 
 
 @triton.jit
 def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_stride, dy_row_stride, dx_row_stride,
-                                    BLOCK_N: tl.constexpr, STAGES: tl.constexpr, STREAM_STORES: tl.constexpr):
+                                    BLOCK_N: tl.constexpr, STAGES: tl.constexpr, STREAM_STORES: tl.constexpr,
+                                    EDGES: tl.constexpr):
     for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
-        y_row = y_ptr + row * y_row_stride
-        dy_row = dy_ptr + row * dy_row_stride
-        dot = _dot_span(y_row, dy_row, 0, cols, BLOCK_N, STAGES)
-        _grad_span_reversed(y_row, dy_row, dx_ptr + row * dx_row_stride, 0, cols, dot, BLOCK_N, STREAM_STORES)
+        first = _row_phase(row * y_row_stride, y_ptr, EDGES)
+        y_row = _row_frame(y_ptr, row * y_row_stride, first, EDGES)
+        dy_row = _row_frame(dy_ptr, row * dy_row_stride, first, EDGES)
+        dx_row = _row_frame(dx_ptr, row * dx_row_stride, first, EDGES)
+        dot = _dot_span(y_row, dy_row, first, first + cols, BLOCK_N, STAGES, EDGES)
+        _grad_span_reversed(y_row, dy_row, dx_row, first, first + cols, dot, BLOCK_N, STREAM_STORES, EDGES)
 
 
 # ----------------------------------------------------------------------------- split_row
@@ -379,12 +473,16 @@ def _arrive_and_wait(arrivals_ptr, expected):
 @triton.jit
 def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, cols, x_row_stride, y_row_stride,
                                  chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr,
-                                 THREADS: tl.constexpr):
+                                 THREADS: tl.constexpr, EDGES: tl.constexpr):
     job = _take_ticket(counters_ptr)
     while job < jobs:
         row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
-        x_row = x_ptr + row * x_row_stride
-        chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, THREADS)
+        first = _row_phase(row * x_row_stride, x_ptr, EDGES)
+        x_row = _row_frame(x_ptr, row * x_row_stride, first, EDGES)
+        y_row = _row_frame(y_ptr, row * y_row_stride, first, EDGES)
+        start += first
+        stop += first
+        chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, THREADS, EDGES)
         tl.store(max_ptr + job, chunk_max)
         tl.store(sum_ptr + job, chunk_sum)
         _arrive_and_wait(counters_ptr + 2 + row, chunks)
@@ -394,7 +492,7 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
         part_sum = tl.load(sum_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg")
         row_max = tl.max(part_max, axis=0)
         row_sum = tl.sum(part_sum * _exp(part_max - row_max), axis=0)
-        _normalize_span_reversed(x_row, y_ptr + row * y_row_stride, start, stop, row_max, 1.0 / row_sum, BLOCK_N)
+        _normalize_span_reversed(x_row, y_row, start, stop, row_max, 1.0 / row_sum, BLOCK_N, EDGES)
         job = _take_ticket(counters_ptr)
     _leave(counters_ptr, jobs, chunks)
 
@@ -402,18 +500,22 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
 @triton.jit
 def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, cols, y_row_stride, dy_row_stride,
                                  dx_row_stride, chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
-                                 CHUNKS_P2: tl.constexpr, STREAM_STORES: tl.constexpr):
+                                 CHUNKS_P2: tl.constexpr, STREAM_STORES: tl.constexpr, EDGES: tl.constexpr):
     job = _take_ticket(counters_ptr)
     while job < jobs:
         row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
-        y_row = y_ptr + row * y_row_stride
-        dy_row = dy_ptr + row * dy_row_stride
-        tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES))
+        first = _row_phase(row * y_row_stride, y_ptr, EDGES)
+        y_row = _row_frame(y_ptr, row * y_row_stride, first, EDGES)
+        dy_row = _row_frame(dy_ptr, row * dy_row_stride, first, EDGES)
+        dx_row = _row_frame(dx_ptr, row * dx_row_stride, first, EDGES)
+        start += first
+        stop += first
+        tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES, EDGES))
         _arrive_and_wait(counters_ptr + 2 + row, chunks)
         part = tl.arange(0, CHUNKS_P2)
         dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg"),
                      axis=0)
-        _grad_span_reversed(y_row, dy_row, dx_ptr + row * dx_row_stride, start, stop, dot, BLOCK_N, STREAM_STORES)
+        _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N, STREAM_STORES, EDGES)
         job = _take_ticket(counters_ptr)
     _leave(counters_ptr, jobs, chunks)
 
@@ -646,12 +748,13 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
     """y2d = softmax(x2d) over each row, with `plan`."""
     rows, cols = x2d.shape
     check_plan(plan, rows, cols, x2d.dtype, x2d.device)
-    config = _config_for(plan, x2d, "fwd", rows_aligned((x2d, y2d), cols),
-                         lambda c: functools.partial(_launch_forward, x2d, y2d, plan, c))
-    _launch_forward(x2d, y2d, plan, config)
+    aligned, edges = _alignment(plan, (x2d, y2d), cols)
+    config = _config_for(plan, x2d, "fwd", aligned or edges,
+                         lambda c: functools.partial(_launch_forward, x2d, y2d, plan, c, edges))
+    _launch_forward(x2d, y2d, plan, config, edges)
 
 
-def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: LaunchConfig) -> None:
+def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: LaunchConfig, edges: bool) -> None:
     rows, cols = x2d.shape
     x_stride, y_stride = x2d.stride(0), y2d.stride(0)
     if plan == "warp_per_row":
@@ -666,8 +769,8 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
     elif plan == "block_online":
         grid = (_persistent_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
-                                              THREADS=32 * config.num_warps, num_warps=config.num_warps,
-                                              maxnreg=config.maxnreg)
+                                              THREADS=32 * config.num_warps, EDGES=edges,
+                                              num_warps=config.num_warps, maxnreg=config.maxnreg)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, x2d.element_size(), config, x2d.device)
         counters = _counters(rows, x2d.device)  # zero; the kernel leaves it zero (split_row comment above _take_ticket)
@@ -676,7 +779,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
         softmax_fwd_split_row_kernel[(programs,)](
             x2d, y2d, part_max, part_sum, counters, cols, x_stride, y_stride, chunks, chunk_cols, rows * chunks,
             BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), THREADS=32 * config.num_warps,
-            num_warps=config.num_warps, maxnreg=config.maxnreg)
+            EDGES=edges, num_warps=config.num_warps, maxnreg=config.maxnreg)
 
 
 def rows_aligned(tensors, cols: int) -> bool:
@@ -685,17 +788,41 @@ def rows_aligned(tensors, cols: int) -> bool:
     return cols % 16 == 0 and all(t.data_ptr() % 16 == 0 and t.stride(0) % 16 == 0 for t in tensors)
 
 
+def rows_share_phase(tensors) -> bool:
+    """Whether every operand's row r starts the same number of elements past a 16-byte boundary: every data pointer
+    divisible by 16 bytes (Triton specializes on that) and the row strides equal modulo a 16-byte unit."""
+    unit = 16 // tensors[0].element_size()
+    return all(t.data_ptr() % 16 == 0 for t in tensors) and len({t.stride(0) % unit for t in tensors}) == 1
+
+
+STREAMING_PLANS = ("block_online", "split_row")
+
+
+def _alignment(plan: str, tensors, cols: int) -> tuple[bool, bool]:
+    """(rows in the 16-byte specialization, EDGES): EDGES is a streaming plan on rows outside it that share a
+    phase. Either way the launch moves whole 16-byte units, and the launch configuration (launch_config's
+    `aligned`) and the tuning bucket key on `aligned or edges` (whole_units)."""
+    aligned = rows_aligned(tensors, cols)
+    return aligned, not aligned and plan in STREAMING_PLANS and rows_share_phase(tensors)
+
+
+def whole_units(plan: str, tensors, cols: int) -> bool:
+    """Whether `plan`'s launch on these operands moves their rows in whole 16-byte units (_alignment)."""
+    return any(_alignment(plan, tensors, cols))
+
+
 def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: str) -> None:
     """dx2d = y2d * (dy2d - sum(y2d * dy2d)) over each row, with `plan`."""
     rows, cols = y2d.shape
     check_plan(plan, rows, cols, y2d.dtype, y2d.device)
-    config = _config_for(plan, y2d, "bwd", rows_aligned((y2d, dy2d, dx2d), cols),
-                         lambda c: functools.partial(_launch_backward, y2d, dy2d, dx2d, plan, c))
-    _launch_backward(y2d, dy2d, dx2d, plan, config)
+    aligned, edges = _alignment(plan, (y2d, dy2d, dx2d), cols)
+    config = _config_for(plan, y2d, "bwd", aligned or edges,
+                         lambda c: functools.partial(_launch_backward, y2d, dy2d, dx2d, plan, c, edges))
+    _launch_backward(y2d, dy2d, dx2d, plan, config, edges)
 
 
 def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: str,
-                     config: LaunchConfig) -> None:
+                     config: LaunchConfig, edges: bool) -> None:
     rows, cols = y2d.shape
     strides = (y2d.stride(0), dy2d.stride(0), dx2d.stride(0))
     if plan == "warp_per_row":
@@ -709,8 +836,8 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
         grid = (_persistent_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
         softmax_bwd_block_online_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
                                               STAGES=config.stages, STREAM_STORES=config.stream_stores,
-                                              num_warps=config.num_warps,
-                                              maxnreg=config.maxnreg)
+                                              EDGES=edges,
+                                              num_warps=config.num_warps, maxnreg=config.maxnreg)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, 2 * y2d.element_size(), config, y2d.device)
         counters = _counters(rows, y2d.device)  # as the forward's
@@ -718,13 +845,15 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
         softmax_bwd_split_row_kernel[(programs,)](
             y2d, dy2d, dx2d, part_dot, counters, cols, *strides, chunks, chunk_cols, rows * chunks,
             BLOCK_N=config.block_n, STAGES=config.stages, CHUNKS_P2=triton.next_power_of_2(chunks),
-            STREAM_STORES=config.stream_stores, num_warps=config.num_warps, maxnreg=config.maxnreg)
+            STREAM_STORES=config.stream_stores, EDGES=edges,
+            num_warps=config.num_warps, maxnreg=config.maxnreg)
 
 
 def aot_specs(dtype: torch.dtype):
     """The compiled configurations per kernel and launch form, at the sizes the benchmark shapes use: every candidate
-    the tuned plans time, and for the streaming backward kernels two, the pipelined one that aligned rows launch and
-    the plain one for the others, each compiled in the specialization it runs in."""
+    the tuned plans time, and for the streaming backward kernels three, the pipelined one that aligned rows launch,
+    the plain one for unaligned rows and the pipelined one with EDGES for rows that share a phase, each compiled in
+    the specialization it runs in."""
     from .aot import TRITON_DTYPES, AotSpec
 
     t = TRITON_DTYPES[dtype]
@@ -761,20 +890,25 @@ def aot_specs(dtype: torch.dtype):
                 else:
                     entries.append(("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel,
                                     without_rows(bwd), {"BLOCK_N": config.block_n}, config, both))
-    entries += [
-        ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
-         {"BLOCK_N": stream.block_n, "THREADS": 32 * stream.num_warps}, stream, both),
-        ("softmax_fwd_split_row_kernel", softmax_fwd_split_row_kernel, split_fwd,
-         {"BLOCK_N": split.block_n, "CHUNKS_P2": 256, "THREADS": 32 * split.num_warps}, split,
-         both),
-    ]
+    # The streaming kernels: EDGES=False in both specializations (unaligned: rows that do not share a phase), and
+    # EDGES=True in the unaligned one, the only one it launches in, with the configuration of 16-byte rows.
+    for edges, specializations in ((False, both), (True, unaligned_only)):
+        entries += [
+            ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
+             {"BLOCK_N": stream.block_n, "THREADS": 32 * stream.num_warps, "EDGES": edges}, stream, specializations),
+            ("softmax_fwd_split_row_kernel", softmax_fwd_split_row_kernel, split_fwd,
+             {"BLOCK_N": split.block_n, "CHUNKS_P2": 256, "THREADS": 32 * split.num_warps, "EDGES": edges}, split,
+             specializations),
+        ]
     for name, fn, sig, plan, extra in (
         ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd, "block_online", {}),
         ("softmax_bwd_split_row_kernel", softmax_bwd_split_row_kernel, split_bwd, "split_row", {"CHUNKS_P2": 256}),
     ):
-        for aligned, specializations in ((True, aligned_only), (False, unaligned_only)):
+        for aligned, edges, specializations in ((True, False, aligned_only), (False, False, unaligned_only),
+                                                (True, True, unaligned_only)):
             config = launch_config(plan, dtype, 1 << 20, "bwd", aligned)
-            consts = {"BLOCK_N": config.block_n, "STAGES": config.stages, **extra, "STREAM_STORES": config.stream_stores}
+            consts = {"BLOCK_N": config.block_n, "STAGES": config.stages, **extra, "STREAM_STORES": config.stream_stores,
+                      "EDGES": edges}
             entries.append((name, fn, sig, consts, config, specializations))
 
     specs = []
