@@ -164,20 +164,17 @@ class SoftmaxGpuTest(GpuTestCase):
         """split_row at slice counts its layout rule does not pick (CUDA_PORTFOLIO_SPLIT_ROW_SLICES,
         what scripts/sweep_split_row_slices.py times): 1 slice, a count that straddles rounds, one
         per block and past the grid (capped to it), in whole units and in whole chunks ("c"), on
-        aligned and unaligned rows; at one and at two blocks per SM (CUDA_PORTFOLIO_SPLIT_ROW_BLOCKS_PER_SM)."""
+        aligned and unaligned rows."""
         module = _backend_module("cuda")
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         try:
-            for blocks_per_sm in ("1", "2"):
-                os.environ["CUDA_PORTFOLIO_SPLIT_ROW_BLOCKS_PER_SM"] = blocks_per_sm
-                for forced in ("1", "7", "7c", str(sms), f"{4 * sms}c"):
-                    os.environ["CUDA_PORTFOLIO_SPLIT_ROW_SLICES"] = forced
-                    for dtype, cols in ((torch.float32, 1 << 20), (torch.bfloat16, (1 << 20) - 3)):
-                        with self.subTest(blocks_per_sm=blocks_per_sm, forced=forced, dtype=dtype, cols=cols):
-                            self.check_direct(module, "split_row", 5, cols, dtype)
+            for forced in ("1", "7", "7c", str(sms), f"{4 * sms}c"):
+                os.environ["CUDA_PORTFOLIO_SPLIT_ROW_SLICES"] = forced
+                for dtype, cols in ((torch.float32, 1 << 20), (torch.bfloat16, (1 << 20) - 3)):
+                    with self.subTest(forced=forced, dtype=dtype, cols=cols):
+                        self.check_direct(module, "split_row", 5, cols, dtype)
         finally:
             os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_SLICES", None)
-            os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_BLOCKS_PER_SM", None)
 
     def check_at_phases(self, module, plan, rows, cols, dtype):
         """check_direct with x, y, dy and dx each at its own storage offset, so their rows' 16-byte

@@ -9,11 +9,9 @@
 // and pass 2 streams the body again (from L2) and writes the output. The head and tail ride with
 // the first and last slice: threads 0-14 load them one element each from global memory before
 // the job's pass 1, fold them in with the body and write them after pass 2.
-// Plan: a persistent grid of 544-thread blocks, one per SM, or two where rows take several slices (one
-// streams while the other waits at an exchange; stream_layout). Warp 16 is the producer: one thread takes
+// Plan: a persistent grid, one 544-thread block per SM. Warp 16 is the producer: one thread takes
 // job tickets from a global counter in order (row-major over (row, slice)) and, per chunk of each
-// operand (16 KiB, ending on a 128-byte line of the row: see Span), waits for a free stage of the block's
-// ring (192 KiB per SM: 96 KiB each with two blocks; `empty` mbarrier), arms the stage's
+// operand (16 KiB, ending on a 128-byte line of the row: see Span), waits for a free stage of a 192 KiB ring (`empty` mbarrier), arms the stage's
 // `full` mbarrier with the byte count and issues 1-D bulk copies of the body (TMA without a tensor
 // map; pass 1 with an L2 evict_last policy, pass 2 evict_first). Each job streams pass 1, then
 // pass 2. The producer runs up to a whole ring ahead of the consumers, across the pass boundary
@@ -70,10 +68,7 @@ constexpr int kConsumerWarps = 16, kConsumerThreads = 32 * kConsumerWarps;
 constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
 constexpr int kChunkBytes = 16384;               // per operand and stage
 constexpr int kUnitsPerThread = kChunkBytes / 16 / kConsumerThreads;
-constexpr int kRingBytesPerSm = 192 * 1024;      // forward 12 stages, backward 6 (two operands each)
-// Blocks per SM: 1, or 2 with half the ring each, so one block streams while the other waits at a row
-// exchange (blocks_per_sm). The kernels are compiled to fit two (at most 60 registers per thread).
-constexpr int kMostBlocksPerSm = 2;
+constexpr int kRingBytes = 192 * 1024;           // forward 12 stages, backward 6 (two operands each)
 // The largest slice worth taking (operand bytes): in the slice-count sweep (perf-log, session 9) the
 // best whole-chunk count at 32x1M and 4x4M, fp32 and bf16, both directions, held 256-352 KiB, and 256
 // KiB was within 0.02 of the best every time; v13 took up to ~336 KiB (the L2 budget alone).
@@ -81,10 +76,9 @@ constexpr double kSliceBytesMost = 256 * 1024;
 constexpr int kConsumerBarrier = 1;              // named barrier over the consumer warps
 static_assert(kUnitsPerThread * kConsumerThreads * 16 == kChunkBytes, "a chunk is whole units per consumer");
 
-// Ring stages of one block when `blocks_per_sm` share an SM's kRingBytesPerSm.
 template <int kOps>
-constexpr int stages(int blocks_per_sm) {
-  return kRingBytesPerSm / blocks_per_sm / (kOps * kChunkBytes);
+constexpr int stages() {
+  return kRingBytes / (kOps * kChunkBytes);
 }
 
 struct Job {
@@ -95,7 +89,6 @@ struct Job {
 struct StreamProblem {
   std::int64_t rows, cols, slice_units;  // a slice: slice_units whole 16-byte units of the row's body
   int slices;
-  int stage_count;  // of each block's ring: stages<kOps>(blocks per SM)
 };
 
 // A row's 16-byte geometry: `head` elements before its first 16-byte boundary, `units` whole
@@ -147,8 +140,7 @@ __device__ __forceinline__ std::int64_t chunk_end(std::int64_t c0, const Span& s
 // arrive, read by the consumers after their wait on it: the mbarrier orders the two).
 template <int kOps>
 struct Ring {
-  static constexpr int kMostStages = stages<kOps>(1);
-  int stage_count;  // stages<kOps>(blocks per SM)
+  static constexpr int kStages = stages<kOps>();
   unsigned char* buf;
   std::uint64_t* full;
   std::uint64_t* empty;
@@ -158,7 +150,7 @@ struct Ring {
   unsigned phase = 0, exchanged_phase = 0;
 
   __device__ __forceinline__ void advance() {
-    if (++stage == stage_count) stage = 0, phase ^= 1;
+    if (++stage == kStages) stage = 0, phase ^= 1;
   }
   __device__ __forceinline__ const unsigned char* chunk(int op) const {
     return buf + (stage * kOps + op) * kChunkBytes;
@@ -276,12 +268,12 @@ __device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem&
 // Barriers and the job ring; thread 0 initialises them. Returns the ring over the dynamic
 // shared memory.
 template <int kOps>
-__device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem, int stage_count) {
-  constexpr int S = Ring<kOps>::kMostStages;
+__device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
+  constexpr int S = Ring<kOps>::kStages;
   __shared__ __align__(8) std::uint64_t full[S], empty[S], exchanged;
   __shared__ Job jobs[S];
   if (threadIdx.x == 0) {
-    for (int s = 0; s < stage_count; ++s) {
+    for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);                 // the producer's arrive (with the byte count)
       mbar_init(&empty[s], kConsumerThreads);  // one arrive per consumer thread
     }
@@ -289,7 +281,7 @@ __device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem, int stage_c
     mbar_init_fence();
   }
   __syncthreads();
-  return Ring<kOps>{stage_count, smem, full, empty, &exchanged, jobs};
+  return Ring<kOps>{smem, full, empty, &exchanged, jobs};
 }
 
 // The consumers' walk over the stream produce() writes: per job, pass 1, the row's exchange, then
@@ -437,11 +429,11 @@ struct BackwardMath : ChunkMath<T, 2> {
 };
 
 template <typename T>
-__global__ __launch_bounds__(kThreads, kMostBlocksPerSm) void softmax_parallel_split_row_stream_fwd(
+__global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, StreamProblem p,
     unsigned* workspace, MaxSum* partials) {
   extern __shared__ __align__(128) unsigned char ring_smem[];
-  Ring<1> r = make_ring<1>(ring_smem, p.stage_count);
+  Ring<1> r = make_ring<1>(ring_smem);
   if (threadIdx.x >= kConsumerThreads) {
     if (threadIdx.x == kConsumerThreads) produce<T, 1>(r, p, {x}, {x_stride}, workspace);
     return;
@@ -450,11 +442,11 @@ __global__ __launch_bounds__(kThreads, kMostBlocksPerSm) void softmax_parallel_s
 }
 
 template <typename T>
-__global__ __launch_bounds__(kThreads, kMostBlocksPerSm) void softmax_parallel_split_row_stream_bwd(
+__global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
     T* __restrict__ dx, std::int64_t dx_stride, StreamProblem p, unsigned* workspace, float* partials) {
   extern __shared__ __align__(128) unsigned char ring_smem[];
-  Ring<2> r = make_ring<2>(ring_smem, p.stage_count);
+  Ring<2> r = make_ring<2>(ring_smem);
   if (threadIdx.x >= kConsumerThreads) {
     if (threadIdx.x == kConsumerThreads) produce<T, 2>(r, p, {y, dy}, {y_stride, dy_stride}, workspace);
     return;
@@ -466,7 +458,6 @@ __global__ __launch_bounds__(kThreads, kMostBlocksPerSm) void softmax_parallel_s
 struct StreamLayout {
   StreamProblem problem;
   int grid;
-  int ring_bytes;  // dynamic shared memory of each block
   std::size_t counters_bytes, partials_offset, total_bytes;
 };
 
@@ -479,9 +470,7 @@ std::int64_t fewest_units(std::int64_t cols) {
 
 // CUDA_PORTFOLIO_SPLIT_ROW_SLICES forces the slice count, for layout sweeps
 // (scripts/sweep_split_row_slices.py): "N" cuts N slices of whole 16-byte units, "Nc" about N
-// slices of whole chunks, as the rule below cuts. Read per call, so one process can sweep. A forced
-// count of 2 or more runs two blocks per SM, as the rule's own would, unless
-// CUDA_PORTFOLIO_SPLIT_ROW_BLOCKS_PER_SM says otherwise.
+// slices of whole chunks, as the rule below cuts. Read per call, so one process can sweep.
 struct ForcedSlices {
   std::int64_t count = 0;  // 0: not forced
   bool whole_chunks = false;
@@ -497,21 +486,15 @@ ForcedSlices forced_slices() {
   return f;
 }
 
-// CUDA_PORTFOLIO_SPLIT_ROW_BLOCKS_PER_SM forces 1 or 2 blocks per SM, for sweeps; read per call. 0: not forced.
-int forced_blocks_per_sm() {
-  const char* v = std::getenv("CUDA_PORTFOLIO_SPLIT_ROW_BLOCKS_PER_SM");
-  return v == nullptr ? 0 : std::clamp(std::atoi(v), 1, kMostBlocksPerSm);
-}
-
-// blocks_per_sm blocks per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read
-// budget, slices of at most kSliceBytesMost, and at least one job per block when rows are few; slices are
+// One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
+// slices of at most kSliceBytesMost, and at least one job per block when rows are few; slices are
 // whole chunks of a row's body, cut so that every row's last slice still holds a unit (rows differ
 // by one unit with their alignment).
 template <typename T, int kOps>
-StreamLayout stream_layout_at(std::int64_t rows, std::int64_t cols, int device, int sm_count, int blocks_per_sm) {
+StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   constexpr int W = vec_width<T>();
   constexpr std::int64_t kChunkUnits = kChunkBytes / 16;
-  const std::int64_t grid = std::max(1, sm_count) * static_cast<std::int64_t>(blocks_per_sm);
+  const std::int64_t grid = std::max(1, sm_count);
   const double budget = l2_reread_budget_bytes(device) / static_cast<double>(grid);
   const double row_bytes = static_cast<double>(cols) * sizeof(T) * kOps;
   const std::int64_t most = cols / W, fewest = fewest_units<T>(cols);
@@ -533,23 +516,12 @@ StreamLayout stream_layout_at(std::int64_t rows, std::int64_t cols, int device, 
   if (slices >= kMaxRowSlices || rows * slices + grid > 0xffffffffLL)
     throw std::invalid_argument("softmax split_row: too many slices or jobs for the streamed kernel's counters");
   StreamLayout l{};
-  l.problem = {rows, cols, slice_units, static_cast<int>(slices), stages<kOps>(blocks_per_sm)};
+  l.problem = {rows, cols, slice_units, static_cast<int>(slices)};
   l.grid = static_cast<int>(grid);
-  l.ring_bytes = l.problem.stage_count * kOps * kChunkBytes;
   l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(kWorkspaceHeader + rows);
   l.partials_offset = (l.counters_bytes + 15) / 16 * 16;
   l.total_bytes = l.partials_offset + sizeof(MaxSum) * static_cast<std::size_t>(rows) * l.problem.slices;
   return l;
-}
-
-// Two blocks per SM where rows take several slices at one: while one block waits at a row's exchange,
-// the other streams. The L2 budget then halves each block's slices, so rows of one slice keep one block
-// per SM (a second would cut them in two and add the exchange they do not have).
-template <typename T, int kOps>
-StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
-  if (const int forced = forced_blocks_per_sm()) return stream_layout_at<T, kOps>(rows, cols, device, sm_count, forced);
-  const StreamLayout one = stream_layout_at<T, kOps>(rows, cols, device, sm_count, 1);
-  return one.problem.slices > 1 ? stream_layout_at<T, kOps>(rows, cols, device, sm_count, 2) : one;
 }
 
 template <typename Kernel>
@@ -557,7 +529,7 @@ void prepare(Kernel kernel, const StreamLayout& l, const LaunchContext& ctx) {
   if (ctx.workspace == nullptr || ctx.workspace_bytes < l.total_bytes)
     throw std::invalid_argument("softmax split_row: workspace of " + std::to_string(ctx.workspace_bytes) +
                                 " bytes given, " + std::to_string(l.total_bytes) + " needed");
-  CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.ring_bytes));
+  CP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingBytes));
   // No memset: the workspace is zero (the caller zeroed it once; every launch leaves it so).
 }
 
@@ -601,7 +573,7 @@ void split_row_stream_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const StreamLayout l = stream_layout<T, 1>(op.rows, op.cols, ctx.device, ctx.sm_count);
     prepare(softmax_parallel_split_row_stream_fwd<T>, l, ctx);
-    softmax_parallel_split_row_stream_fwd<T><<<l.grid, kThreads, l.ring_bytes, ctx.stream>>>(
+    softmax_parallel_split_row_stream_fwd<T><<<l.grid, kThreads, kRingBytes, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, l.problem,
         static_cast<unsigned*>(ctx.workspace), partials_in<MaxSum>(ctx, l));
   })
@@ -612,7 +584,7 @@ void split_row_stream_backward(const RowOperands& op, const LaunchContext& ctx) 
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const StreamLayout l = stream_layout<T, 2>(op.rows, op.cols, ctx.device, ctx.sm_count);
     prepare(softmax_parallel_split_row_stream_bwd<T>, l, ctx);
-    softmax_parallel_split_row_stream_bwd<T><<<l.grid, kThreads, l.ring_bytes, ctx.stream>>>(
+    softmax_parallel_split_row_stream_bwd<T><<<l.grid, kThreads, kRingBytes, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
         static_cast<T*>(op.out), op.out_stride, l.problem, static_cast<unsigned*>(ctx.workspace),
         partials_in<float>(ctx, l));
