@@ -159,7 +159,12 @@ struct Ring {
   // Every consumer thread arrives once its reads of the stage are in registers. (One arrive per
   // warp after __syncwarp is enough under the PTX memory model, but racecheck does not follow
   // the warp barrier: it reported the stage's reads racing with the next bulk copy.)
+  // The reads are generic-proxy loads and the bulk copy that refills the stage writes through the
+  // async proxy: without a proxy fence between them the mbarrier does not order the two, and the
+  // copy may land before the reads (a write-after-read race; with 24 consumer warps or two blocks
+  // per SM, 1-12 of 40 repeated launches differed, docs/perf-log.md, session 21).
   __device__ __forceinline__ void release() {
+    fence_async_shared();
     mbar_arrive(&empty[stage]);
     advance();
   }
