@@ -17,9 +17,10 @@
 // pass 2. The producer runs up to a whole ring ahead of the consumers, across the pass boundary
 // and into the next job, so DRAM sees 192 KiB per SM in flight whatever the consumers are doing
 // (the register-tiled kernels issue a tile, then wait for it). Warps 0-15 consume: each thread
-// reads 2 units (16 B) per operand of a chunk from shared memory, releases the stage (an mbarrier
-// arrive per thread) and computes; between the passes the job's slices exchange their statistics;
-// pass 2 stores the output from registers with 16-byte evict-first stores.
+// reads 2 units (16 B) per operand of a chunk from shared memory, releases the stage (a proxy
+// fence and an mbarrier arrive per thread: Ring::release) and computes; between the passes the
+// job's slices exchange their statistics; pass 2 stores the output from registers with 16-byte
+// evict-first stores.
 // L2: a slice is read from DRAM in pass 1 and again in pass 2, ideally from L2. The slice count
 // keeps the bytes between the two reads, about (blocks x slice bytes), under l2_reread_budget_bytes()
 // and slices at most 256 KiB (measured best).

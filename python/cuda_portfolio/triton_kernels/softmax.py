@@ -44,9 +44,16 @@ program per SM for block_online (STREAM_PROGRAMS_PER_SM) and two for split_row (
 the unpipelined ones (forward, unaligned backward) as many as their registers allow (PLAIN_STREAM_REGISTERS),
 and both plans tell ptxas so (maxnreg). Measured at e7fb008 (this scheme in both directions, with a
 one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x,
-so the forward keeps plain loads and several programs per SM (launch_config). So do backward rows outside
-Triton's 16-byte specialization (`rows_aligned`): fp32 ones pipeline as 4-byte copies, which measured
-slower (fb4210d), and 16-bit ones cannot use async copies at all; their stores, scalar, are not .cs either.
+so the forward keeps plain loads and several programs per SM (launch_config).
+
+Rows outside Triton's 16-byte specialization (`rows_aligned`; any row length not a multiple of 16, such as 50257)
+would move one element per access. The streaming plans avoid that when every operand's rows start the same number
+of elements past a 16-byte boundary (`rows_share_phase`, true for contiguous tensors): with EDGES each row is
+addressed from its start rounded down to a unit, the tiles cover its whole 16-byte units, and the fewer than 16
+bytes at each end go element by element beside them (_span_body, _span_edges). Those launches take the 16-byte
+rows' configuration, pipelined backward included (2048x50257 bf16 0.54 / 0.53 -> 0.72 / 0.69 of copy, perf log
+session 21). Rows out of phase keep the per-element path and the unpipelined backward: fp32 ones would pipeline
+as 4-byte copies, which measured slower (fb4210d), and 16-bit ones cannot use async copies at all.
 (The forward's loss was put down to the pipeline's one program per SM, not to that one-exponential update.)
 
 Exponentials are one MUFU.EX2 each (_exp, FAST_EXP2). The forward's first pass (_online_max_sum, both streaming
