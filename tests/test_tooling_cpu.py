@@ -49,6 +49,22 @@ def max_loads_in_one_block(sass: str) -> int:
     return best
 
 
+def unfenced_stage_releases(sass: str) -> list[str]:
+    """Addresses of mbarrier arrives (SYNCS.ARRIVE) reached in program order from a 16-byte shared-memory read
+    (LDS.128) with no proxy fence (FENCE.VIEW.ASYNC.S) between them. A BAR.SYNC ends a run of reads: the ones
+    before it (consumers_reduce's) are not a ring stage's."""
+    unfenced, read = [], False
+    for line in sass.splitlines():
+        if "LDS.128" in line:
+            read = True
+        elif "FENCE.VIEW.ASYNC.S" in line or "BAR.SYNC" in line:
+            read = False
+        elif "SYNCS.ARRIVE" in line and read:
+            unfenced.append(line.split("*/")[0].strip(" /*"))
+            read = False
+    return unfenced
+
+
 def triton_op_compiles_ahead_of_time(op):
     if importlib.util.find_spec(f"cuda_portfolio.triton_kernels.{op}") is None:
         return False
@@ -145,6 +161,12 @@ class InspectKernelTest(unittest.TestCase):
         stream_sass = (out / "cuda" / "softmax_split_row_stream_sm90a.sass").read_text()
         for instruction in ("UBLKCP.S.G", "LDS.128", "STG.E.EF.128"):
             self.assertIn(instruction, stream_sass)
+        # A consumer releases its ring stage only after a proxy fence: its reads are generic-proxy loads and the
+        # bulk copy that refills the stage writes through the async proxy (without the fence, repeated launches
+        # differed bit for bit, docs/perf-log.md, session 21).
+        for chunk in stream_sass.split("Function : ")[1:]:
+            with self.subTest(kernel=chunk.split()[0]):
+                self.assertEqual(unfenced_stage_releases(chunk), [])
         # 16-bit kernels issue a thread's 16-byte loads together: at least two LDG.E.128 in one
         # basic block. Before Tile::load's whole-unit path each load sat behind its own branch
         # and reused one destination register, so each waited for the one before.
