@@ -2,7 +2,8 @@
 
 inspect_kernel.py must produce every compiler stage and the resource table (Triton ahead of time
 for sm_90a; CUDA through nvcc when it is on PATH); the GPU-only scripts must refuse in one clear
-line; compare_backends.py must say that it claims no counter results when ncu is missing.
+line; compare_backends.py must say that it claims no counter results when ncu is missing; sass_stalls.py must read
+ncu's source-page CSV.
 """
 import ast
 import importlib.util
@@ -75,7 +76,8 @@ def triton_op_compiles_ahead_of_time(op):
 
 class ScriptHelpTest(unittest.TestCase):
     def test_every_script_has_help_without_a_gpu(self):
-        for script in ("inspect_kernel.py", "profile_kernel.py", "sanitizer_smoke.py", "compare_backends.py"):
+        for script in ("inspect_kernel.py", "profile_kernel.py", "sanitizer_smoke.py", "compare_backends.py",
+                       "sass_stalls.py"):
             with self.subTest(script=script):
                 r = run_script(script, "--help", timeout=120)
                 self.assertEqual(r.returncode, 0, r.stderr)
@@ -261,6 +263,63 @@ class CompareBackendsTest(unittest.TestCase):
         diagnostics = list(results.glob("*-diagnostic.txt"))
         self.assertEqual(len(diagnostics), 1, list(results.iterdir()))
         self.assertIn("ncu not found", diagnostics[0].read_text())
+
+
+# ncu --page source --csv --print-source sass, shortened: a line before the header (ncu prints the kernel's name),
+# numbers with thousands separators, a predicated instruction, and a note after the rows.
+SASS_CSV = """\
+"Kernel Name","softmax_parallel_split_row_stream_fwd"
+"Address","Source","Instructions Executed","Warp Stall Sampling (All Samples)","stall_wait","stall_long_sb","stall_math"
+"0x0100","@!P0 LDS.128 R8, [R24] ;","1,024","100","10","90","0"
+"0x0110","MUFU.EX2 R8, R8 ;","2,048","300","60","0","240"
+"0x0120","FADD R25, R25, R12 ;","2,048","600","600","0","0"
+"0x0130","SYNCS.PHASECHK.TRANS64 P0, [R2+URZ], R3 ;","512","1,000","0","1,000","0"
+"note: collected with SourceCounters"
+"""
+
+
+class SassStallsTest(unittest.TestCase):
+    def write(self, directory, name, text):
+        path = Path(directory) / name
+        path.write_text(text)
+        return path
+
+    def test_shares_by_reason_and_opcode_and_the_top_instructions(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = run_script("sass_stalls.py", str(self.write(d, "bf16.csv", SASS_CSV)), "--top", "2", timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        self.assertIn("bf16: 4 instructions, 2000 stall samples", out)
+        lines = out.splitlines()
+        # reasons: long_sb 1090, wait 670, math 240 of 2000 samples; opcodes: SYNCS 1000, FADD 600 (top 2 only)
+        self.assertIn(["long_sb", "54.5%"], [line.split() for line in lines])
+        self.assertIn(["wait", "33.5%"], [line.split() for line in lines])
+        self.assertIn(["SYNCS", "50.0%"], [line.split() for line in lines])
+        self.assertIn(["FADD", "30.0%"], [line.split() for line in lines])
+        self.assertNotIn("MUFU", out.split("opcode")[1].split("instructions with")[0])  # --top 2 rows
+        top = out.split("instructions with the most samples")[1].splitlines()[1:]
+        self.assertTrue(top[0].split()[0] == "0x0130" and "long_sb 100%" in top[0], top)
+        self.assertTrue(top[1].split()[0] == "0x0120" and "wait 100%" in top[1], top)
+
+    def test_two_kernels_side_by_side(self):
+        fp32 = SASS_CSV.replace('"600","600","0","0"', '"100","100","0","0"')
+        with tempfile.TemporaryDirectory() as d:
+            r = run_script("sass_stalls.py", str(self.write(d, "bf16.csv", SASS_CSV)),
+                           str(self.write(d, "fp32.csv", fp32)), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines() if line.startswith("  ")}
+        self.assertEqual(rows["FADD"], ["30.0%", "6.7%"])  # 600 of 2000 against 100 of 1500
+        self.assertEqual(rows["wait"], ["33.5%", "11.3%"])  # 670 of 2000 against 170 of 1500
+
+    def test_a_csv_without_stall_sampling_is_refused_clearly(self):
+        no_samples = SASS_CSV.replace("Warp Stall Sampling (All Samples)", "Something Else")
+        with tempfile.TemporaryDirectory() as d:
+            r = run_script("sass_stalls.py", str(self.write(d, "x.csv", no_samples)), timeout=60)
+            r2 = run_script("sass_stalls.py", str(self.write(d, "y.csv", "a,b\n1,2\n")), timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--section SourceCounters", r.stderr)
+        self.assertEqual(r2.returncode, 2)
+        self.assertIn("--print-source sass", r2.stderr)
 
 
 class SanitizerGroupTest(unittest.TestCase):
