@@ -8,31 +8,41 @@
     python scripts/sass_stalls.py bf16.csv [fp32.csv] [--top 15]
 
 Reads the CSV of ncu's source page (one row per SASS instruction: its address, its text, the warp stall samples
-taken on it, and one `stall_<reason>` column per reason). Prints, per file: the samples per stall reason, per
-opcode (the instruction's first word without its modifiers: MUFU, FADD, SYNCS, ...), and the instructions with
-the most samples, each with its two largest reasons. Given two files (two kernels, or one kernel before and after a
-change), the reason and opcode shares go side by side: addresses differ between two builds, opcodes do not. Stall
-samples are taken at the instruction a warp is waiting to issue, so a wait for a load shows on the first
-instruction that uses its result, not on the load. Works without a GPU (the CSV is enough).
+taken on it, how often it executed, and one `stall_<reason>` column per reason; `.csv.gz` too). Prints, per file:
+the samples per stall reason, per opcode (the instruction's first word without its modifiers: MUFU, FADD, SYNCS,
+...), per loop (a backward branch and the code it jumps back over: iterations, instructions per iteration and the
+loop's share of the samples; an outer loop's row includes its inner loops), and the instructions with the most
+samples, each with its two largest reasons. Addresses are offsets into the kernel. Given two files (two kernels,
+or one kernel before and after a change), the reason and opcode shares go side by side: addresses differ between
+two builds, opcodes do not. ncu also gives each reason a "(Not Issued)" column, the samples on which no
+instruction issued; those are a subset of the reason's samples, so the shares leave them out. Stall samples are
+taken at the instruction a warp is waiting to issue, so a wait for a load shows on the first instruction that uses
+its result, not on the load. Works without a GPU (the CSV is enough).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import gzip
+import re
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
+EXECUTED = "Instructions Executed"
 REASON_PREFIX = "stall_"
+NOT_ISSUED = "(Not Issued)"
 
 
 class Instruction(NamedTuple):
-    address: str
+    address: int  # offset into the kernel
     text: str
     samples: float
     reasons: dict
+    executed: float  # warp-level executions (0 when the CSV has no such column)
+    target: int | None  # a branch's target, as an offset into the kernel
 
 
 def number(cell: str) -> float:
@@ -46,7 +56,8 @@ def number(cell: str) -> float:
 
 def read_instructions(path: Path) -> list[Instruction]:
     """The rows of an ncu source-page CSV, from its header row on (ncu may print lines before it)."""
-    rows = list(csv.reader(path.open(newline="")))
+    with (gzip.open(path, "rt", newline="") if path.suffix == ".gz" else path.open(newline="")) as f:
+        rows = list(csv.reader(f))
     header_at = next((i for i, row in enumerate(rows) if "Address" in row and "Source" in row), None)
     if header_at is None:
         raise ValueError(f"{path}: no header row with 'Address' and 'Source' (is it `ncu --page source --csv "
@@ -55,14 +66,18 @@ def read_instructions(path: Path) -> list[Instruction]:
     if SAMPLES not in header:
         raise ValueError(f"{path}: no '{SAMPLES}' column: profile with --section SourceCounters")
     address, text, samples = header.index("Address"), header.index("Source"), header.index(SAMPLES)
-    reasons = [(i, name[len(REASON_PREFIX):]) for i, name in enumerate(header) if name.startswith(REASON_PREFIX)]
-    instructions = []
-    for row in rows[header_at + 1:]:
-        if len(row) < len(header):
-            continue  # a trailing note or a blank line
-        instructions.append(Instruction(row[address], row[text].strip(), number(row[samples]),
-                                        {name: number(row[i]) for i, name in reasons}))
-    return instructions
+    executed = header.index(EXECUTED) if EXECUTED in header else None
+    reasons = [(i, name[len(REASON_PREFIX):]) for i, name in enumerate(header)
+               if name.startswith(REASON_PREFIX) and NOT_ISSUED not in name]
+    body = [row for row in rows[header_at + 1:] if len(row) >= len(header)]  # not trailing notes or blank lines
+    base = int(body[0][address], 16) if body else 0
+    def target(source: str):
+        branch = re.search(r"\bBRA(?:\.\S+)*\s+(0x[0-9a-fA-F]+)", source)
+        return int(branch.group(1), 16) - base if branch else None
+
+    return [Instruction(int(row[address], 16) - base, row[text].strip(), number(row[samples]),
+                        {name: number(row[i]) for i, name in reasons},
+                        number(row[executed]) if executed is not None else 0.0, target(row[text])) for row in body]
 
 
 def opcode(text: str) -> str:
@@ -96,8 +111,34 @@ def share_table(title: str, columns: list[str], counts: list[Counter], rows: int
     """The keys with the largest share in any column, with each column's share in percent."""
     per_column = [shares(c) for c in counts]
     keys = sorted({k for s in per_column for k in s}, key=lambda k: -max(s.get(k, 0.0) for s in per_column))[:rows]
-    lines = [f"{title:<24}" + "".join(f"{c:>14}" for c in columns)]
-    lines += [f"  {k:<22}" + "".join(f"{s.get(k, 0.0):13.1f}%" for s in per_column) for k in keys]
+    width = max([14] + [len(c) + 2 for c in columns])
+    lines = [f"{title:<24}" + "".join(f"{c:>{width}}" for c in columns)]
+    lines += [f"  {k:<22}" + "".join(f"{s.get(k, 0.0):{width - 1}.1f}%" for s in per_column) for k in keys]
+    return lines
+
+
+def loop_table(instructions: list[Instruction], top: int) -> list[str]:
+    """One row per backward branch that executed: the code from its target to it, with its iterations (the
+    branch's executions), instructions per iteration and share of the samples, and the three largest reasons."""
+    total = sum(ins.samples for ins in instructions) or 1.0
+    rows = []
+    for branch in instructions:
+        if branch.target is None or not branch.executed or not 0 <= branch.target < branch.address:
+            continue
+        body = [i for i in instructions if branch.target <= i.address <= branch.address]
+        reasons = Counter()
+        for i in body:
+            reasons.update(i.reasons)
+        rows.append((sum(i.samples for i in body), branch, sum(i.executed for i in body), reasons))
+    if not rows:
+        return ["  (none: no backward branch executed, or the CSV has no 'Instructions Executed' column)"]
+    lines = [f"  {'loop':<17} {'iterations':>12} {'instr/iter':>10} {'samples':>8}  top reasons"]
+    for samples, branch, executed, reasons in sorted(rows, key=lambda r: -r[0])[:top]:
+        n = sum(reasons.values()) or 1.0
+        why = ", ".join(f"{name} {100.0 * v / n:.0f}%" for name, v in reasons.most_common(3) if v)
+        span = f"{branch.target:#x}-{branch.address:#x}"
+        lines.append(f"  {span:<17} {branch.executed:>12,.0f} {executed / branch.executed:10.1f} "
+                     f"{100.0 * samples / total:7.1f}%  {why}")
     return lines
 
 
@@ -107,7 +148,7 @@ def top_instructions(instructions: list[Instruction], top: int) -> list[str]:
     for ins in sorted(instructions, key=lambda i: -i.samples)[:top]:
         main = sorted(ins.reasons.items(), key=lambda kv: -kv[1])[:2]
         why = ", ".join(f"{name} {100.0 * value / (ins.samples or 1.0):.0f}%" for name, value in main if value)
-        lines.append(f"  {ins.address:>8} {100.0 * ins.samples / total:5.1f}%  {ins.text[:60]:<60}  {why}")
+        lines.append(f"  {ins.address:#8x} {100.0 * ins.samples / total:5.1f}%  {ins.text[:60]:<60}  {why}")
     return lines
 
 
@@ -123,13 +164,16 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as error:
         print(f"sass_stalls.py: {error}", file=sys.stderr)
         return 2
-    names = [path.stem for path in args.csv]
+    names = [path.name.removesuffix(".gz").removesuffix(".csv") for path in args.csv]
     for name, instructions in zip(names, kernels):
         print(f"{name}: {len(instructions)} instructions, {sum(i.samples for i in instructions):.0f} stall samples")
     print()
     print("\n".join(share_table("stall reason", names, [reason_counts(k) for k in kernels], args.top)))
     print()
     print("\n".join(share_table("opcode", names, [opcode_counts(k) for k in kernels], args.top)))
+    for name, instructions in zip(names, kernels):
+        print(f"\n{name}: loops, by share of the stall samples")
+        print("\n".join(loop_table(instructions, args.top)))
     for name, instructions in zip(names, kernels):
         print(f"\n{name}: the {args.top} instructions with the most samples (share of all; top reasons)")
         print("\n".join(top_instructions(instructions, args.top)))
