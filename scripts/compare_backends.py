@@ -8,7 +8,11 @@ For each backend, ncu (--clock-control none, --profile-from-start off) runs
 `scripts/profile_kernel.py --iters 1` as a child: validation, compilation and autotuning happen before
 cudaProfilerStart, so only the launches under test are measured. Reports (.ncu-rep), raw CSV and logs
 go to results/local/; the table shows time, DRAM throughput and bytes, achieved occupancy, registers,
-shared memory, L2 hit rate and the top warp stall reasons per kernel. Counter runs replay each kernel
+shared memory, L2 hit rate and the top warp stall reasons per kernel. Below it, each backend's DRAM bytes
+(summed over its kernels) against the op's floor: every input read once and the output written once
+(softmax forward: x read, y written; backward: y and dy read, dx written; matmul: A and B read, C
+written). Reads above 1.00x the floor are second reads that missed L2; writes can read below it, as
+lines still in L2 when the kernel ends are not written yet. Counter runs replay each kernel
 many times: never use them as timings (scripts/benchmark.py times).
 
 If ncu is missing or refuses the counters (ERR_NVGPUCTRPERM: needs admin rights or
@@ -20,11 +24,14 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import math
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import torch
 
 import _common as common
 
@@ -82,6 +89,11 @@ def main(argv=None) -> int:
     if problems:
         return refuse(base, "\n".join(problems))
     print(side_by_side(columns))
+    floor = floor_bytes(args.op, args.direction, dtype, shape)
+    print(f"\nDRAM bytes against the floor (each input read once, the output written once: read {floor[0]:,}, "
+          f"written {floor[1]:,})")
+    for backend in common.BACKENDS:
+        print(bytes_line(backend, [row for b, row in columns if b == backend], floor))
     print(f"\nreports, CSV and logs: {base}-*  (open the .ncu-rep files in Nsight Compute for the details)")
     return 0
 
@@ -108,6 +120,24 @@ def profile_backend(ncu: str, child: list[str], base: Path):
     if not kernels:
         return [], f"ncu collected no kernels (see {base.with_suffix('.log')})"
     return kernels, None
+
+
+def floor_bytes(op: str, direction: str, dtype: torch.dtype, shape: tuple) -> tuple[int, int]:
+    """(read, written): the fewest DRAM bytes the op moves, each input read once and the output written once."""
+    size = torch.empty((), dtype=dtype).element_size()
+    if op == "matmul":
+        m, n, k = shape
+        return (m * k + k * n) * size, m * n * size
+    elements = math.prod(shape) * size
+    return (elements if direction == "fwd" else 2 * elements), elements
+
+
+def bytes_line(backend: str, kernels: list[dict], floor: tuple[int, int]) -> str:
+    """A backend's DRAM bytes read and written, summed over its kernels, as multiples of the floor."""
+    read = sum(number(k.get("dram__bytes_read.sum")) or 0.0 for k in kernels)
+    written = sum(number(k.get("dram__bytes_write.sum")) or 0.0 for k in kernels)
+    return (f"  {backend}: read {read:,.0f} ({read / floor[0]:.3f}x), written {written:,.0f} "
+            f"({written / floor[1]:.3f}x), over {len(kernels)} kernel(s)")
 
 
 def parse_raw_csv(text: str) -> list[dict]:

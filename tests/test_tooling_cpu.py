@@ -280,6 +280,49 @@ SASS_CSV = """\
 """
 
 
+def load_script(name):
+    """A script under scripts/ as a module (its own imports, such as _common, resolve from there)."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), SCRIPTS / name)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(SCRIPTS))
+
+
+RAW_CSV = """\
+"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum"
+"","","byte","byte"
+"0","softmax_parallel_split_row_stream_fwd","306,686,464","241,784,320"
+"1","a_second_kernel","1,000","2,000"
+"""
+
+
+class CompareBackendsBytesTest(unittest.TestCase):
+    """compare_backends.py's DRAM bytes against the op's floor (each input read once, the output written once)."""
+
+    def test_floor_bytes(self):
+        import torch
+
+        cb = load_script("compare_backends.py")
+        self.assertEqual(cb.floor_bytes("softmax", "fwd", torch.bfloat16, (1024, 131072)), (1 << 28, 1 << 28))
+        self.assertEqual(cb.floor_bytes("softmax", "bwd", torch.float32, (1024, 131072)), (1 << 30, 1 << 29))
+        self.assertEqual(cb.floor_bytes("matmul", "fwd", torch.float16, (128, 8192, 4096)),
+                         ((128 * 4096 + 4096 * 8192) * 2, 128 * 8192 * 2))
+
+    def test_bytes_summed_over_kernels_as_multiples_of_the_floor(self):
+        cb = load_script("compare_backends.py")
+        kernels = cb.parse_raw_csv(RAW_CSV)
+        self.assertEqual(len(kernels), 2)  # the units row is not a kernel
+        line = cb.bytes_line("cuda", kernels, (1 << 28, 1 << 28))
+        # session 23's streamed split_row, bf16 1024x131072 forward: (306,686,464 + 1,000) / 2^28 = 1.14249
+        self.assertIn("read 306,687,464 (1.142x)", line)
+        self.assertIn("written 241,786,320 (0.901x)", line)
+        self.assertIn("over 2 kernel(s)", line)
+
+
 class SassStallsTest(unittest.TestCase):
     def write(self, directory, name, text):
         path = Path(directory) / name
