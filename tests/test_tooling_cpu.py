@@ -323,6 +323,53 @@ class CompareBackendsBytesTest(unittest.TestCase):
         self.assertIn("over 2 kernel(s)", line)
 
 
+STUB_PYTHON = """#!/usr/bin/env bash
+# Stands in for python3 in ab_patch.sh's test: records what each step saw instead of building or timing.
+case "$2" in
+  pip) echo "install $CUDA_PORTFOLIO_GIT_COMMIT dirty=$CUDA_PORTFOLIO_GIT_DIRTY" >> steps.log ;;
+  cuda_portfolio.bench)
+    while [ $# -gt 0 ]; do [ "$1" = --json ] && json=$2; shift; done
+    echo "bench kernel=$(cat kernel.txt)" >> steps.log
+    echo "{\\"kernel\\": \\"$(cat kernel.txt)\\"}" > "$json" ;;
+  cuda_portfolio.bench.compare) echo "compare: $(cat "$3") -> $(cat "$4")" ;;
+  unittest) echo "tests kernel=$(cat kernel.txt)" >> steps.log; echo "Ran 1 test"; echo OK ;;
+esac
+"""
+
+
+class AbPatchTest(unittest.TestCase):
+    """scripts/ab_patch.sh in a scratch repository, with a stub for python: the patch is off for the first build
+    and bench, on for the second and the tests, and reversed at the end."""
+
+    def test_before_after_and_the_tree_restored(self):
+        with tempfile.TemporaryDirectory() as d:
+            repo = Path(d)
+            (repo / "scripts").mkdir()
+            shutil.copy(SCRIPTS / "ab_patch.sh", repo / "scripts" / "ab_patch.sh")
+            (repo / "kernel.txt").write_text("A\n")
+            git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+            subprocess.run(git[:5] + ["init", "-q", str(repo)], check=True)
+            subprocess.run(git + ["add", "-A"], check=True)
+            subprocess.run(git + ["commit", "-qm", "base"], check=True)
+            (repo / "kernel.txt").write_text("B\n")
+            diff = subprocess.run(git + ["diff"], check=True, capture_output=True, text=True).stdout
+            subprocess.run(git + ["checkout", "-q", "kernel.txt"], check=True)
+            (repo / "change.patch").write_text(diff)
+            stub = repo / "stub-python"
+            stub.write_text(STUB_PYTHON)
+            stub.chmod(0o755)
+            env = dict(os.environ, PYTHON=str(stub), CUDA_PORTFOLIO_GIT_COMMIT="abc1234")
+            r = subprocess.run(["bash", str(repo / "scripts" / "ab_patch.sh"), str(repo / "change.patch")],
+                               cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn('compare: {"kernel": "A"} -> {"kernel": "B"}', r.stdout)
+            steps = (repo / "steps.log").read_text().splitlines()
+            self.assertEqual(steps, ["install abc1234 dirty=0", "bench kernel=A", "install abc1234+change dirty=1",
+                                     "bench kernel=B", "tests kernel=B"])
+            self.assertEqual((repo / "kernel.txt").read_text(), "A\n")  # the patch is reversed
+            self.assertTrue((repo / "results" / "local" / "ab-change" / "after.json").exists())
+
+
 class SassStallsTest(unittest.TestCase):
     def write(self, directory, name, text):
         path = Path(directory) / name
