@@ -71,6 +71,7 @@ def read_instructions(path: Path) -> list[Instruction]:
                if name.startswith(REASON_PREFIX) and NOT_ISSUED not in name]
     body = [row for row in rows[header_at + 1:] if len(row) >= len(header)]  # not trailing notes or blank lines
     base = int(body[0][address], 16) if body else 0
+
     def target(source: str):
         branch = re.search(r"\bBRA(?:\.\S+)*\s+(0x[0-9a-fA-F]+)", source)
         return int(branch.group(1), 16) - base if branch else None
