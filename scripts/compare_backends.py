@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 import _common as common
+from cuda_portfolio.bench.softmax_cases import softmax_bytes
 
 METRICS = (
     ("gpu__time_duration.sum", "time (ns)"),
@@ -123,13 +124,13 @@ def profile_backend(ncu: str, child: list[str], base: Path):
 
 
 def floor_bytes(op: str, direction: str, dtype: torch.dtype, shape: tuple) -> tuple[int, int]:
-    """(read, written): the fewest DRAM bytes the op moves, each input read once and the output written once."""
-    size = torch.empty((), dtype=dtype).element_size()
+    """(read, written): the fewest DRAM bytes the op moves, each input read once and the output written once (for
+    softmax the benchmark's softmax_bytes, split into its reads and its one written tensor)."""
     if op == "matmul":
         m, n, k = shape
-        return (m * k + k * n) * size, m * n * size
-    elements = math.prod(shape) * size
-    return (elements if direction == "fwd" else 2 * elements), elements
+        return (m * k + k * n) * dtype.itemsize, m * n * dtype.itemsize
+    written = math.prod(shape) * dtype.itemsize
+    return softmax_bytes(direction, *shape, dtype) - written, written
 
 
 def bytes_line(backend: str, kernels: list[dict], floor: tuple[int, int]) -> str:

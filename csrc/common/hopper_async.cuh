@@ -45,7 +45,9 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Makes this thread's shared-memory writes visible to the async proxy (TMA).
+// Orders this thread's earlier shared-memory accesses before later async-proxy (TMA) ones: its
+// writes become visible to a bulk copy that reads them, and its reads complete before a bulk copy
+// that overwrites the same bytes (Ring::release in softmax_split_row_stream_sm90a.cu).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // L2 policies for bulk copies: keep the lines (a first read whose second read is coming) or
