@@ -176,6 +176,38 @@ class SoftmaxGpuTest(GpuTestCase):
         finally:
             os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_SLICES", None)
 
+    def test_cuda_split_row_with_held_chunks(self):
+        """split_row with CUDA_PORTFOLIO_SPLIT_ROW_HELD overriding the rule for the chunks pass 2 reads from the
+        ring where pass 1 left them (clamped to the ring's stages): none (also where the rule would hold), fewer
+        held than a job's chunks (the rest read again), a whole job held, one slice per row and many (the
+        exchange), aligned and unaligned rows;
+        then 10 repeated launches per direction at a whole ring held must give the first launch's bits (a
+        stage released out of turn would show as a launch that differs)."""
+        module = _backend_module("cuda")
+        try:
+            for held in ("0", "1", "5", "64"):
+                os.environ["CUDA_PORTFOLIO_SPLIT_ROW_HELD"] = held
+                for dtype, rows, cols in ((torch.bfloat16, 133, (1 << 17) - 3), (torch.float32, 5, 1 << 20),
+                                          (torch.bfloat16, 37, 50257)):
+                    with self.subTest(held=held, dtype=dtype, shape=(rows, cols)):
+                        self.check_direct(module, "split_row", rows, cols, dtype)
+            x = torch.randn(1024, 1 << 17, device="cuda", dtype=torch.bfloat16) * 3
+            dy = torch.randn_like(x)
+            y = torch.softmax(x.float(), -1).to(x.dtype)
+            for direction, launch in (("fwd", lambda out: module.forward(x, out, "split_row")),
+                                      ("bwd", lambda out: module.backward(y, dy, out, "split_row"))):
+                with self.subTest(held="64", direction=direction, repeats=10):
+                    first = poisoned_like(x)
+                    launch(first)
+                    self.assertFalse(bool(first.isnan().any()), "the first launch left poisoned elements")
+                    for _ in range(10):
+                        out = poisoned_like(x)
+                        launch(out)
+                        self.assertTrue(torch.equal(out.view(torch.int16), first.view(torch.int16)),
+                                        "a repeated launch differs from the first")
+        finally:
+            os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_HELD", None)
+
     def check_at_phases(self, module, plan, rows, cols, dtype):
         """check_direct with x, y, dy and dx each at its own storage offset, so their rows' 16-byte
         phases differ (split_row: the portable kernels, where one phase would take the streamed ones)."""

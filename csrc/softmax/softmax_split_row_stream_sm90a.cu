@@ -4,26 +4,34 @@
 // kernels for everything else. A row is a head of up to W - 1 elements before its first 16-byte
 // boundary, a body of whole 16-byte units and a tail of up to W - 1 elements (W = 16 bytes of
 // elements). Bodies are cut into slices, a slice is one job, and each job's body is streamed
-// through shared memory twice: pass 1 folds it into statistics (forward: running max and sum;
-// backward: sum of y * dy), the slices of a row exchange their statistics through global memory,
-// and pass 2 streams the body again (from L2) and writes the output. The head and tail ride with
-// the first and last slice: threads 0-14 load them one element each from global memory before
+// through shared memory: pass 1 folds it into statistics (forward: running max and sum; backward:
+// sum of y * dy), the slices of a row exchange their statistics through global memory, and pass 2
+// writes the output. When blocks have few jobs (held_chunks), pass 2 reads the slice's last chunks
+// from the ring, where pass 1 left them (as many as the ring has stages), and streams only the
+// chunks before them again (from L2); otherwise it streams the whole slice again. The head and
+// tail ride with the first and last slice: threads 0-14 load them one element each from global memory before
 // the job's pass 1, fold them in with the body and write them after pass 2.
 // Plan: a persistent grid, one 544-thread block per SM. Warp 16 is the producer: one thread takes
 // job tickets from a global counter in order (row-major over (row, slice)) and, per chunk of each
 // operand (16 KiB, ending on a 128-byte line of the row: see Span), waits for a free stage of a 192 KiB ring (`empty` mbarrier), arms the stage's
 // `full` mbarrier with the byte count and issues 1-D bulk copies of the body (TMA without a tensor
-// map; pass 1 with an L2 evict_last policy, pass 2 evict_first). Each job streams pass 1, then
-// pass 2. The producer runs up to a whole ring ahead of the consumers, across the pass boundary
-// and into the next job, so DRAM sees 192 KiB per SM in flight whatever the consumers are doing
-// (the register-tiled kernels issue a tile, then wait for it). Warps 0-15 consume: each thread
-// reads 2 units (16 B) per operand of a chunk from shared memory, releases the stage (a proxy
-// fence and an mbarrier arrive per thread: Ring::release) and computes; between the passes the
-// job's slices exchange their statistics; pass 2 stores the output from registers with 16-byte
-// evict-first stores.
-// L2: a slice is read from DRAM in pass 1 and again in pass 2, ideally from L2. The slice count
-// keeps the bytes between the two reads, about (blocks x slice bytes), under l2_reread_budget_bytes()
-// and slices at most 256 KiB (measured best).
+// map; an L2 evict_last policy for the chunks pass 2 reads again, evict_first for the others).
+// Each job streams pass 1's chunks, then pass 2's re-reads (ChunkPlan). The producer runs up to a
+// whole ring ahead of the consumers, into the next job, so DRAM sees up to 192 KiB per SM in
+// flight (the register-tiled kernels issue a tile, then wait for it). Warps 0-15 consume: each
+// thread reads 2 units (16 B) per operand of a chunk from shared memory, releases the stage (a
+// proxy fence and an mbarrier arrive per thread: Ring::release) and computes. In pass 1 the
+// consumers release only the chunks pass 2 reads again; the held ones (one ring, or none) stay in
+// their stages. Between the passes the job's slices exchange their statistics; pass 2 then reads the
+// held chunks first (no wait: they are there) and releases them, which lets the producer load the
+// re-read chunks into those stages, then the re-read chunks, and stores the output from registers
+// with 16-byte evict-first stores.
+// L2: a slice's first (slice - held) bytes are read from DRAM in pass 1 and again in pass 2,
+// ideally from L2; the held rest is read once. Session 23 measured why it matters (docs/perf-log.md):
+// with the whole slice read twice, bf16 1024x131072 forward read 1.14x the tensor from DRAM (the
+// second reads missed L2) and kept L2 84% busy. The slice count keeps the bytes between the two
+// reads, about (blocks x slice bytes), under l2_reread_budget_bytes() and slices at most 256 KiB
+// (measured best with whole-slice re-reads).
 // Slices also fill the grid when rows are fewer than SMs.
 // Deadlock freedom: tickets are taken in order by running producers, and a block's consumers work
 // through its jobs in ticket order, so the oldest unfinished row has all its slices taken by
@@ -34,8 +42,9 @@
 // 2x70000) lets the producer queue the same row's next slice behind the one whose exchange waits
 // for it: a hang (docs/perf-log.md, v13). Slices longer than the ring (every benchmark shape) never
 // reached that point before the exchange anyway, so the wait costs them nothing.
-// Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2 hits L2; per row, one
-// exchange round trip (hidden in part: the producer prefetches pass 2 while consumers wait).
+// Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2's re-reads hit L2; per row,
+// one exchange round trip (while the consumers wait, the ring holds the slice's last chunks or pass
+// 2's first ones).
 // Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
 // slices). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange,
 // count_exit and zero_workspace in softmax_reduce.cuh say how and why that is safe): the caller
@@ -90,6 +99,7 @@ struct Job {
 struct StreamProblem {
   std::int64_t rows, cols, slice_units;  // a slice: slice_units whole 16-byte units of the row's body
   int slices;
+  int held_most;  // chunks a job may keep in the ring for pass 2 (0: pass 2 reads the whole slice again)
 };
 
 // A row's 16-byte geometry: `head` elements before its first 16-byte boundary, `units` whole
@@ -131,10 +141,27 @@ __device__ __forceinline__ Span slice_body(const Job& j, const StreamProblem& p,
   return {begin, g.head + last * W, begin + (kChunkBytes - line_offset) / static_cast<int>(sizeof(T))};
 }
 
-// Where the chunk that starts at c0 ends.
-__device__ __forceinline__ std::int64_t chunk_end(std::int64_t c0, const Span& s, std::int64_t chunk_elems) {
-  return std::min(s.end, c0 == s.begin ? s.first_end : c0 + chunk_elems);
-}
+// A job's chunks, in the order pass 1 reads them: chunk k spans [begin(k), end(k)) of the row. Pass 1
+// reads all `count`; the last `held` (at most held_most, at most one ring: the host clamps it) stay in
+// the ring for pass 2, and pass 2 streams chunks 0 .. reread - 1 again.
+struct ChunkPlan {
+  Span body;
+  std::int64_t chunk_elems;
+  int count, held, reread;
+
+  __device__ __forceinline__ ChunkPlan(const Span& s, std::int64_t elems, int held_most)
+      : body(s), chunk_elems(elems) {
+    count = s.end <= s.first_end ? 1 : 1 + static_cast<int>((s.end - s.first_end + elems - 1) / elems);
+    held = std::min(count, held_most);
+    reread = count - held;
+  }
+  __device__ __forceinline__ std::int64_t begin(int k) const {
+    return k == 0 ? body.begin : body.first_end + (k - 1) * chunk_elems;
+  }
+  __device__ __forceinline__ std::int64_t end(int k) const {
+    return std::min(body.end, k == 0 ? body.first_end : begin(k) + chunk_elems);
+  }
+};
 
 // The ring of one block: stage s holds operand o's chunk at buf + (s * kOps + o) * kChunkBytes,
 // and jobs[s] names the job whose first chunk is in stage s (written before that stage's `full`
@@ -153,8 +180,8 @@ struct Ring {
   __device__ __forceinline__ void advance() {
     if (++stage == kStages) stage = 0, phase ^= 1;
   }
-  __device__ __forceinline__ const unsigned char* chunk(int op) const {
-    return buf + (stage * kOps + op) * kChunkBytes;
+  __device__ __forceinline__ const unsigned char* chunk(int at, int op) const {
+    return buf + (at * kOps + op) * kChunkBytes;
   }
   __device__ __forceinline__ void wait_full() { mbar_wait(&full[stage], phase); }
   // Every consumer thread arrives once its reads of the stage are in registers. (One arrive per
@@ -164,15 +191,14 @@ struct Ring {
   // async proxy: without a proxy fence between them the mbarrier does not order the two, and the
   // copy may land before the reads (a write-after-read race; with 24 consumer warps or two blocks
   // per SM, 1-12 of 40 repeated launches differed, docs/perf-log.md, session 21).
-  __device__ __forceinline__ void release() {
+  __device__ __forceinline__ void release(int at) {
     fence_async_shared();
-    mbar_arrive(&empty[stage]);
-    advance();
+    mbar_arrive(&empty[at]);
   }
 };
 
-// The producer thread: tickets -> jobs -> two passes of bulk copies over each job's body; a ticket
-// past the last job puts the end marker in the ring.
+// The producer thread: tickets -> jobs -> bulk copies of each job's chunks, pass 1's then pass 2's
+// re-reads (ChunkPlan); a ticket past the last job puts the end marker in the ring.
 template <typename T, int kOps>
 __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&in)[kOps],
                         const std::int64_t (&stride)[kOps], unsigned* workspace) {
@@ -192,19 +218,20 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
       return;
     }
     r.jobs[r.stage] = job;
-    const Span body = slice_body<T>(job, p, row_geometry(in[0] + job.row * stride[0], p.cols));
-    for (int pass = 0; pass < 2; ++pass) {
-      for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
-        c1 = chunk_end(c0, body, kChunkElems);
-        if (pass > 0 || c0 > body.begin) mbar_wait(&r.empty[r.stage], r.phase ^ 1);
-        const unsigned bytes = static_cast<unsigned>((c1 - c0) * sizeof(T));
-        mbar_arrive_expect_tx(&r.full[r.stage], bytes * kOps);
+    const ChunkPlan plan(slice_body<T>(job, p, row_geometry(in[0] + job.row * stride[0], p.cols)), kChunkElems,
+                         p.held_most);
+    // Pass 1 keeps in L2 what pass 2 reads again; pass 2's re-reads and the held chunks are last reads.
+    for (int k = 0, n = plan.count + plan.reread; k < n; ++k) {
+      const int chunk = k < plan.count ? k : k - plan.count;
+      if (k > 0) mbar_wait(&r.empty[r.stage], r.phase ^ 1);
+      const std::int64_t c0 = plan.begin(chunk);
+      const unsigned bytes = static_cast<unsigned>((plan.end(chunk) - c0) * sizeof(T));
+      mbar_arrive_expect_tx(&r.full[r.stage], bytes * kOps);
 #pragma unroll
-        for (int op = 0; op < kOps; ++op)
-          bulk_load(r.buf + (r.stage * kOps + op) * kChunkBytes, in[op] + job.row * stride[op] + c0, bytes,
-                    &r.full[r.stage], pass == 0 ? keep : drop);
-        r.advance();
-      }
+      for (int op = 0; op < kOps; ++op)
+        bulk_load(r.buf + (r.stage * kOps + op) * kChunkBytes, in[op] + job.row * stride[op] + c0, bytes,
+                  &r.full[r.stage], k < plan.reread ? keep : drop);
+      r.advance();
     }
     if (p.slices > 1) {  // no second slice of this row in the ring before its exchange (deadlock note above)
       mbar_wait(r.exchanged, r.exchanged_phase);
@@ -213,11 +240,12 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
   }
 }
 
-// A consumer thread's units of one chunk (units t and t + 512 of `units`); the rest read as `fill`.
+// A consumer thread's units of operand op's chunk in stage `at` (units t and t + 512 of `units`); the
+// rest read as `fill`.
 template <typename T, int kOps>
-__device__ __forceinline__ void read_chunk(const Ring<kOps>& r, int op, int units, Tile<T, kUnitsPerThread>& tile,
-                                           const Vec<T>& fill) {
-  const unsigned char* c = r.chunk(op);
+__device__ __forceinline__ void read_chunk(const Ring<kOps>& r, int at, int op, int units,
+                                           Tile<T, kUnitsPerThread>& tile, const Vec<T>& fill) {
+  const unsigned char* c = r.chunk(at, op);
 #pragma unroll
   for (int k = 0; k < kUnitsPerThread; ++k) {
     const int u = threadIdx.x + k * kConsumerThreads;
@@ -291,15 +319,16 @@ __device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
 }
 
 // The consumers' walk over the stream produce() writes: per job, pass 1, the row's exchange, then
-// pass 2. Math supplies the two passes over one chunk: fold(ring, units, acc) -> acc (pass 1) and
-// emit(ring, units, row, c0, total) (pass 2), and the same for the row's head and tail elements
-// outside the body (edge_stat, store_edge). Threads 0-14 load those (load_edge) before the body,
-// so the latency hides behind it, and keep them in registers until pass 2 writes them.
+// pass 2 (ChunkPlan). Math supplies the reads and the math of one chunk: read(ring, stage, units) ->
+// chunk, fold(chunk, acc) -> acc (pass 1) and emit(chunk, units, row, c0, total) (pass 2), and the
+// same for the row's head and tail elements outside the body (edge_stat, store_edge). Threads 0-14
+// load those (load_edge) before the body, so the latency hides behind it, and keep them in
+// registers until pass 2 writes them.
 template <typename Math, int kOps>
 __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, unsigned* workspace,
                                         typename Math::V* partials, const Math& math) {
   using V = typename Math::V;
-  constexpr std::int64_t kChunkElems = Math::kChunkElems;
+  constexpr int S = Ring<kOps>::kStages;
   for (;;) {
     r.wait_full();
     const Job job = r.jobs[r.stage];
@@ -307,20 +336,37 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
       if (job.slice == 1) zero_workspace(workspace, p.rows, partials, p.rows * p.slices, threadIdx.x, kConsumerThreads);
       return;
     }
-    const Span body = math.body(job, p);
+    const ChunkPlan plan(math.body(job, p), Math::kChunkElems, p.held_most);
+    const auto units = [&](int k) { return static_cast<int>((plan.end(k) - plan.begin(k)) / Math::W); };
     const auto edge = math.load_edge(job, p);
     V acc = math.identity();
-    for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
-      c1 = chunk_end(c0, body, kChunkElems);
-      if (c0 > body.begin) r.wait_full();
-      acc = math.fold(r, static_cast<int>((c1 - c0) / Math::W), acc);
+    // Pass 1: every chunk in order; those pass 2 reads again are released, the last `held` stay.
+    for (int k = 0; k < plan.count; ++k) {
+      if (k > 0) r.wait_full();
+      const auto chunk = math.read(r, r.stage, units(k));
+      if (k < plan.reread) r.release(r.stage);
+      r.advance();
+      acc = math.fold(chunk, acc);
     }
     const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, workspace + kWorkspaceHeader, partials);
     if (p.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
-    for (std::int64_t c0 = body.begin, c1; c0 < body.end; c0 = c1) {
-      c1 = chunk_end(c0, body, kChunkElems);
-      r.wait_full();
-      math.emit(r, static_cast<int>((c1 - c0) / Math::W), job.row, c0, total);
+    // Pass 2: the held chunks from the stages pass 1 left them in (no wait), then the re-read ones,
+    // which the producer loads into the stages the held ones free.
+    int held_at = (r.stage + S - plan.held) % S;
+    for (int i = 0; i < plan.count; ++i) {
+      const bool held = i < plan.held;
+      const int k = held ? plan.reread + i : i - plan.held;
+      int at = held_at;
+      if (held) {
+        held_at = held_at + 1 == S ? 0 : held_at + 1;
+      } else {
+        r.wait_full();
+        at = r.stage;
+        r.advance();
+      }
+      const auto chunk = math.read(r, at, units(k));
+      r.release(at);
+      math.emit(chunk, units(k), job.row, plan.begin(k), total);
     }
     math.store_edge(job, edge, total);
   }
@@ -377,19 +423,19 @@ struct ForwardMath : ChunkMath<T, 1> {
   __device__ __forceinline__ V edge_stat(const Edge& e) const {
     return e.index < 0 || e.v[0] == kNegInf ? identity() : V{e.v[0], 1.0f};
   }
+  using Chunk = Tile<T, kUnitsPerThread>;
+  __device__ __forceinline__ Chunk read(const Ring<1>& r, int at, int units) const {
+    Chunk t;
+    read_chunk(r, at, 0, units, t, fill());
+    return t;
+  }
   // Running (max, sum) over the chunk.
-  __device__ __forceinline__ V fold(Ring<1>& r, int units, V part) const {
-    Tile<T, kUnitsPerThread> t;
-    read_chunk(r, 0, units, t, fill());
-    r.release();
+  __device__ __forceinline__ V fold(const Chunk& t, V part) const {
     const float m = t.max(part.max);
     return {m, part.sum * rescale(part.max, m) + t.sum_exp(m)};
   }
   // y = exp(x - max) / sum over the chunk.
-  __device__ __forceinline__ void emit(Ring<1>& r, int units, std::int64_t row, std::int64_t c0, const V& total) const {
-    Tile<T, kUnitsPerThread> t;
-    read_chunk(r, 0, units, t, fill());
-    r.release();
+  __device__ __forceinline__ void emit(const Chunk& t, int units, std::int64_t row, std::int64_t c0, const V& total) const {
     RowExp<T>(total.max, total.sum).apply([&](const auto& exp) {
       store_chunk(this->out + row * this->out_stride, c0, units, [&](int k, int j) { return exp(t.at(k, j)); });
     });
@@ -408,26 +454,27 @@ struct BackwardMath : ChunkMath<T, 2> {
   using Edge = typename ChunkMath<T, 2>::Edge;
   // y * dy of this thread's edge element, or 0.
   __device__ __forceinline__ V edge_stat(const Edge& e) const { return e.index < 0 ? 0.0f : e.v[0] * e.v[1]; }
+  struct Chunk {
+    Tile<T, kUnitsPerThread> y, dy;
+  };
+  __device__ __forceinline__ Chunk read(const Ring<2>& r, int at, int units) const {
+    Chunk c;
+    read_chunk(r, at, 0, units, c.y, Vec<T>{});
+    read_chunk(r, at, 1, units, c.dy, Vec<T>{});
+    return c;
+  }
   // Running sum of y * dy over the chunk.
-  __device__ __forceinline__ V fold(Ring<2>& r, int units, V dot) const {
-    Tile<T, kUnitsPerThread> ty, tdy;
-    read_chunk(r, 0, units, ty, Vec<T>{});
-    read_chunk(r, 1, units, tdy, Vec<T>{});
-    r.release();
+  __device__ __forceinline__ V fold(const Chunk& c, V dot) const {
 #pragma unroll
     for (int k = 0; k < kUnitsPerThread; ++k)
 #pragma unroll
-      for (int j = 0; j < W; ++j) dot = fmaf(ty.at(k, j), tdy.at(k, j), dot);
+      for (int j = 0; j < W; ++j) dot = fmaf(c.y.at(k, j), c.dy.at(k, j), dot);
     return dot;
   }
   // dx = y * (dy - sum(y * dy)) over the chunk.
-  __device__ __forceinline__ void emit(Ring<2>& r, int units, std::int64_t row, std::int64_t c0, const V& dot) const {
-    Tile<T, kUnitsPerThread> ty, tdy;
-    read_chunk(r, 0, units, ty, Vec<T>{});
-    read_chunk(r, 1, units, tdy, Vec<T>{});
-    r.release();
+  __device__ __forceinline__ void emit(const Chunk& c, int units, std::int64_t row, std::int64_t c0, const V& dot) const {
     store_chunk(this->out + row * this->out_stride, c0, units,
-                [&](int k, int j) { return ty.at(k, j) * (tdy.at(k, j) - dot); });
+                [&](int k, int j) { return c.y.at(k, j) * (c.dy.at(k, j) - dot); });
   }
   __device__ __forceinline__ void store_edge(const Job& job, const Edge& e, const V& dot) const {
     this->store_edge_value(job, e, e.v[0] * (e.v[1] - dot));
@@ -492,6 +539,24 @@ ForcedSlices forced_slices() {
   return f;
 }
 
+// Jobs per block up to which a job keeps a whole ring of its last chunks for pass 2. The sweep over
+// held counts (session 24, results/h200/experiments/softmax-7ecf602-split-row-held-sweep.txt): a
+// whole ring held gained 3-9% at <= 3.9 jobs per block (4x4M, 32x1M, bf16 256x262144 forward) and
+// lost up to 6% at 15-31 (2048x50257, 1024x131072 backward): with many jobs per block the held
+// stages are the ones the producer would fill with the next job while pass 2 runs, so each job
+// boundary waits for DRAM; with few jobs there is hardly a next job to prefetch.
+constexpr std::int64_t kHeldJobsPerBlockMost = 4;
+
+// Chunks a job keeps in the ring for pass 2: CUDA_PORTFOLIO_SPLIT_ROW_HELD=N if set (read per call,
+// for sweeps; clamped to the ring), else the whole ring when jobs are at most kHeldJobsPerBlockMost
+// per block, none (pass 2 reads the whole slice again) otherwise.
+template <int kOps>
+int held_chunks(std::int64_t jobs, std::int64_t grid) {
+  const char* v = std::getenv("CUDA_PORTFOLIO_SPLIT_ROW_HELD");
+  if (v != nullptr) return std::clamp(std::atoi(v), 0, stages<kOps>());
+  return jobs <= kHeldJobsPerBlockMost * grid ? stages<kOps>() : 0;
+}
+
 // One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
 // slices of at most kSliceBytesMost, and at least one job per block when rows are few; slices are
 // whole chunks of a row's body, cut so that every row's last slice still holds a unit (rows differ
@@ -522,7 +587,7 @@ StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int
   if (slices >= kMaxRowSlices || rows * slices + grid > 0xffffffffLL)
     throw std::invalid_argument("softmax split_row: too many slices or jobs for the streamed kernel's counters");
   StreamLayout l{};
-  l.problem = {rows, cols, slice_units, static_cast<int>(slices)};
+  l.problem = {rows, cols, slice_units, static_cast<int>(slices), held_chunks<kOps>(rows * slices, grid)};
   l.grid = static_cast<int>(grid);
   l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(kWorkspaceHeader + rows);
   l.partials_offset = (l.counters_bytes + 15) / 16 * 16;
