@@ -7,8 +7,8 @@
 // through shared memory: pass 1 folds it into statistics (forward: running max and sum; backward:
 // sum of y * dy), the slices of a row exchange their statistics through global memory, and pass 2
 // writes the output. When blocks have few jobs (held_chunks), pass 2 reads the slice's last chunks
-// from the ring, where pass 1 left them (as many as the ring has stages), and streams only the
-// chunks before them again (from L2); otherwise it streams the whole slice again. The head and
+// from the ring, where pass 1 left them (a whole ring, or 4 chunks), and streams only the chunks
+// before them again (from L2); otherwise it streams the whole slice again. The head and
 // tail ride with the first and last slice: threads 0-14 load them one element each from global memory before
 // the job's pass 1, fold them in with the body and write them after pass 2.
 // Plan: a persistent grid, one 544-thread block per SM. Warp 16 is the producer: one thread takes
@@ -21,7 +21,7 @@
 // flight (the register-tiled kernels issue a tile, then wait for it). Warps 0-15 consume: each
 // thread reads 2 units (16 B) per operand of a chunk from shared memory, releases the stage (a
 // proxy fence and an mbarrier arrive per thread: Ring::release) and computes. In pass 1 the
-// consumers release only the chunks pass 2 reads again; the held ones (one ring, or none) stay in
+// consumers release only the chunks pass 2 reads again; the held ones (a ring, 4 or none) stay in
 // their stages. Between the passes the job's slices exchange their statistics; pass 2 then reads the
 // held chunks first (no wait: they are there) and releases them, which lets the producer load the
 // re-read chunks into those stages, then the re-read chunks, and stores the output from registers
@@ -539,22 +539,28 @@ ForcedSlices forced_slices() {
   return f;
 }
 
-// Jobs per block up to which a job keeps a whole ring of its last chunks for pass 2. The sweep over
-// held counts (session 24, results/h200/experiments/softmax-7ecf602-split-row-held-sweep.txt): a
-// whole ring held gained 3-9% at <= 3.9 jobs per block (4x4M, 32x1M, bf16 256x262144 forward) and
-// lost up to 6% at 15-31 (2048x50257, 1024x131072 backward): with many jobs per block the held
-// stages are the ones the producer would fill with the next job while pass 2 runs, so each job
-// boundary waits for DRAM; with few jobs there is hardly a next job to prefetch.
-constexpr std::int64_t kHeldJobsPerBlockMost = 4;
+// How many of a job's last chunks stay in the ring for pass 2, by jobs per block. Held chunks are
+// read from DRAM once; but the stages they hold are the ones the producer would fill with the next
+// job while pass 2 runs, so with many jobs per block each job boundary waits for DRAM. Measured on
+// the H200 (session 24, results/h200/experiments/softmax-7ecf602-split-row-held-sweep.txt and
+// softmax-30120a6-held-*.json), against none held:
+// - at most 4 jobs per block (4x4M, 32x1M, bf16 256x262144 forward): a whole ring held, +3-9%;
+//   4 held gained less (bf16 32x1M forward 0.65 -> 0.62 against the whole ring);
+// - 4-8 (1024x131072 bf16 forward, 256x262144 fp32 forward and bf16 backward, 32x1M fp32 backward):
+//   4 held, +1.1-2.3% in three runs; a whole ring held, -0.8% to +2.4%;
+// - more (2048x50257, 1024x131072 fp32): none; 4 held ranged -1.6% to +1.3%, a whole ring -6%.
+constexpr std::int64_t kWholeRingJobsPerBlockMost = 4;
+constexpr std::int64_t kSomeHeldJobsPerBlockMost = 8;
+constexpr int kSomeHeldChunks = 4;
 
 // Chunks a job keeps in the ring for pass 2: CUDA_PORTFOLIO_SPLIT_ROW_HELD=N if set (read per call,
-// for sweeps; clamped to the ring), else the whole ring when jobs are at most kHeldJobsPerBlockMost
-// per block, none (pass 2 reads the whole slice again) otherwise.
+// for sweeps; clamped to the ring), else by jobs per block as above.
 template <int kOps>
 int held_chunks(std::int64_t jobs, std::int64_t grid) {
   const char* v = std::getenv("CUDA_PORTFOLIO_SPLIT_ROW_HELD");
   if (v != nullptr) return std::clamp(std::atoi(v), 0, stages<kOps>());
-  return jobs <= kHeldJobsPerBlockMost * grid ? stages<kOps>() : 0;
+  if (jobs <= kWholeRingJobsPerBlockMost * grid) return stages<kOps>();
+  return jobs <= kSomeHeldJobsPerBlockMost * grid ? kSomeHeldChunks : 0;
 }
 
 // One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
