@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A kernel patch timed against the tree it applies to, both builds in one run (on a GPU machine):
-#   bash scripts/ab_patch.sh docs/next/split-row-bulk-stores.patch [bench arguments...]
+#   bash scripts/ab_patch.sh docs/next/<name>.patch [bench arguments...]
 # 1. builds the tree as it is and times it: python -m cuda_portfolio.bench with the arguments given
 #    (default: the CUDA softmax at the long-row shapes and 4096x4096 as a control, both directions);
 # 2. applies the patch, rebuilds and times the same cases;

@@ -544,7 +544,7 @@ ForcedSlices forced_slices() {
 // job while pass 2 runs, so with many jobs per block each job boundary waits for DRAM. Measured on
 // the H200 (session 24, results/h200/experiments/softmax-7ecf602-split-row-held-sweep.txt and
 // softmax-30120a6-held-*.json), against none held:
-// - at most 4 jobs per block (4x4M, 32x1M, bf16 256x262144 forward): a whole ring held, +3-9%;
+// - at most 4 jobs per block (4x4M, 32x1M, bf16 256x262144 forward): a whole ring held, +1-9%;
 //   4 held gained less (bf16 32x1M forward 0.65 -> 0.62 against the whole ring);
 // - 4-8 (1024x131072 bf16 forward, 256x262144 fp32 forward and bf16 backward, 32x1M fp32 backward):
 //   4 held, +1.1-2.3% in three runs; a whole ring held, -0.8% to +2.4%;
