@@ -191,6 +191,7 @@ class SoftmaxGpuTest(GpuTestCase):
                                           (torch.bfloat16, 37, 50257)):
                     with self.subTest(held=held, dtype=dtype, shape=(rows, cols)):
                         self.check_direct(module, "split_row", rows, cols, dtype)
+            os.environ["CUDA_PORTFOLIO_SPLIT_ROW_HELD"] = "64"
             x = torch.randn(1024, 1 << 17, device="cuda", dtype=torch.bfloat16) * 3
             dy = torch.randn_like(x)
             y = torch.softmax(x.float(), -1).to(x.dtype)
