@@ -1,4 +1,4 @@
-"""Helpers shared by the scripts in this folder (inspect_kernel, profile_kernel, sanitizer_smoke,
+"""Helpers shared by the scripts in this folder (inspect_kernel, profile_kernel, sanitizer_smoke, sass_stalls,
 compare_backends, the sweeps). The package never imports this module; it only uses the package.
 
 What runs is discovered, never listed here: plan/kernel names come from the public API
@@ -124,6 +124,14 @@ def find_tool(name: str) -> str | None:
         return None
     candidate = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
     return str(candidate) if candidate.exists() else None
+
+
+def ncu_number(cell: str | None) -> float | None:
+    """A number from ncu's CSV ('1,234', '12.5'); None for an empty or non-numeric cell ('', 'n/a')."""
+    try:
+        return float((cell or "").replace(",", "").strip())
+    except ValueError:
+        return None
 
 
 @contextlib.contextmanager

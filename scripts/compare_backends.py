@@ -135,8 +135,8 @@ def floor_bytes(op: str, direction: str, dtype: torch.dtype, shape: tuple) -> tu
 
 def bytes_line(backend: str, kernels: list[dict], floor: tuple[int, int]) -> str:
     """A backend's DRAM bytes read and written, summed over its kernels, as multiples of the floor."""
-    read = sum(number(k.get("dram__bytes_read.sum")) or 0.0 for k in kernels)
-    written = sum(number(k.get("dram__bytes_write.sum")) or 0.0 for k in kernels)
+    read = sum(common.ncu_number(k.get("dram__bytes_read.sum")) or 0.0 for k in kernels)
+    written = sum(common.ncu_number(k.get("dram__bytes_write.sum")) or 0.0 for k in kernels)
     return (f"  {backend}: read {read:,.0f} ({read / floor[0]:.3f}x), written {written:,.0f} "
             f"({written / floor[1]:.3f}x), over {len(kernels)} kernel(s)")
 
@@ -148,20 +148,13 @@ def parse_raw_csv(text: str) -> list[dict]:
     return [row for row in rows if row.get("ID", "").strip().isdigit()]
 
 
-def number(text: str | None) -> float | None:
-    try:
-        return float((text or "").replace(",", ""))
-    except ValueError:
-        return None
-
-
 def top_stalls(row: dict, count: int = 3) -> str:
     stalls = {}
     for column, value in row.items():
         for pattern in STALL_PATTERNS:
             match = pattern.match(column or "")
-            if match and not match.group(1).endswith("not_issued") and number(value) is not None:
-                stalls.setdefault(match.group(1), number(value))
+            if match and not match.group(1).endswith("not_issued") and common.ncu_number(value) is not None:
+                stalls.setdefault(match.group(1), common.ncu_number(value))
     ranked = sorted(stalls.items(), key=lambda kv: -kv[1])[:count]
     return ", ".join(f"{name} {value:.3g}" for name, value in ranked) or "-"
 
@@ -170,7 +163,7 @@ def side_by_side(columns: list[tuple[str, dict]]) -> str:
     headers = [f"{backend}: {row.get('Kernel Name', '?')}"[:40] for backend, row in columns]
     table = [["metric", *headers]]
     for metric, label in METRICS:
-        table.append([label, *(fmt(number(row.get(metric))) for _, row in columns)])
+        table.append([label, *(fmt(common.ncu_number(row.get(metric))) for _, row in columns)])
     table.append(["top warp stalls", *(top_stalls(row) for _, row in columns)])
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table)

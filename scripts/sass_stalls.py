@@ -30,6 +30,8 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
+import _common as common
+
 SAMPLES = "Warp Stall Sampling (All Samples)"
 EXECUTED = "Instructions Executed"
 REASON_PREFIX = "stall_"
@@ -46,12 +48,8 @@ class Instruction(NamedTuple):
 
 
 def number(cell: str) -> float:
-    """An ncu CSV number ('1,234', '12.5', '' or 'n/a'), as a float (0 when empty)."""
-    cell = (cell or "").replace(",", "").strip()
-    try:
-        return float(cell)
-    except ValueError:
-        return 0.0
+    """An ncu CSV cell as a float, 0 where it is empty or 'n/a' (a sample count)."""
+    return common.ncu_number(cell) or 0.0
 
 
 def read_instructions(path: Path) -> list[Instruction]:
