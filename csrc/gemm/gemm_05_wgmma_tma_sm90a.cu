@@ -6,6 +6,8 @@
 //    128 x 256 tiles would split K. They split K themselves while their own tiles are few:
 //    1024x1024x16384 runs 64 tiles x split 2, cuBLAS's shape of the work there (128 x 256 tiles
 //    needed split 4 and a fold of 3 partials per tile); 1024x2048x16384 runs 128 tiles, unsplit.
+//    Also, unsplit, where 128 x 256 tiles would end on a mostly idle round (square_pays: 3072^3
+//    is 288 of those on 132 SMs, 3 rounds for 2.18 rounds of work; 576 of 128 x 128, 2.5).
 //  - 128 x 64 tiles, 8 stages of 24 KiB, wgmma.m64n64k16, no split K: M <= 128 with at least
 //    ~0.9 x #SMs 64-wide tiles (e.g. 128x8192x8192), where 128 x 256 tiles needed split K.
 //  - 256 x 128 tiles, 4 stages of 48 KiB, two wgmma.m64n128k16 per consumer, no split K: B's
@@ -647,10 +649,27 @@ bool lines_on_sectors(const ConstMatrixView& x) {
 //   split (1024x1024x16384: split 2 over 64 tiles; 128 x 256 needed 4 over 32). Under ncu (bf16, 8
 //   launches back to back) 128 x 256 split 4 ran 56 us against cuBLAS's 128 x 128 split 2 + reduce,
 //   51 us.
-// Everything else keeps 128 x 256 tiles, unsplit.
+// - Everything else runs unsplit 128 x 256 tiles, or 128 x 128 ones where those finish sooner
+//   (square_pays).
 struct TilePlan {
   int bm, bn, stages, splits;
 };
+
+// Wave quantization: a persistent grid of 128 x 256 tiles takes ceil(tiles / #SMs) rounds of one
+// tile time, however few tiles its last round has. 3072^3 is 288 tiles on 132 SMs: 3 rounds for
+// 2.18 rounds of work. 128 x 128 tiles (half the time each) cut the work finer: 576 tiles, 5 rounds
+// of half a tile time, 2.5. They move 1/3 more operand bytes per FLOP and run twice the epilogues,
+// which the model leaves out: on the H200 they took 2-10% longer than it says (bf16/fp16,
+// docs/perf-log.md "wgmma_tma v12"): 10240^2 x 4096 (model 0.98) came out even, 16384^2 x 1024
+// (0.99) 6-10% slower, 5120^3 (0.93) 2.5-5% faster, 3072^3 (0.83) 12-14% faster. So they are taken
+// where the model says they finish >= 5% sooner.
+bool square_pays(std::int64_t m, std::int64_t n, int sm_count) {
+  const auto rounds = [sm_count](std::int64_t tiles) { return (tiles + sm_count - 1) / sm_count; };
+  const std::int64_t strips = (m + Wide::kBM - 1) / Wide::kBM;
+  const std::int64_t wide = rounds(strips * ((n + Wide::kBN - 1) / Wide::kBN));
+  const std::int64_t square = rounds(strips * ((n + Square::kBN - 1) / Square::kBN));
+  return square * 20 <= 2 * wide * 19;
+}
 TilePlan tile_plan(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count, bool b_off_sectors_a_on) {
   const std::int64_t narrow_tiles = (n + Narrow::kBN - 1) / Narrow::kBN;
   if (m <= Narrow::kBM && narrow_tiles * 10 >= std::int64_t{9} * sm_count)
@@ -658,6 +677,7 @@ TilePlan tile_plan(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count,
   if (split_count<Wide>(m, n, k, sm_count) > 1)
     return {Square::kBM, Square::kBN, Square::kStages, split_count<Square>(m, n, k, sm_count)};
   if (b_off_sectors_a_on) return {Tall::kBM, Tall::kBN, Tall::kStages, 1};
+  if (square_pays(m, n, sm_count)) return {Square::kBM, Square::kBN, Square::kStages, 1};
   return {Wide::kBM, Wide::kBN, Wide::kStages, 1};
 }
 TilePlan tile_plan(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
