@@ -1,13 +1,16 @@
 // Version 5, Hopper (sm_90a): TMA -> shared-memory stage ring on mbarriers -> wgmma,
-// warp-specialised and persistent. fp16/bf16 in, fp32 accumulate. One kernel, four tiles
+// warp-specialised and persistent. fp16/bf16 in, fp32 accumulate. One kernel, five tiles
 // (template parameters kBM x kBN, chosen per call by tile_plan()):
-//  - 128 x 256 tiles, 4 stages of 48 KiB, wgmma.m64n256k16: every shape but the next three.
+//  - 128 x 256 tiles, 4 stages of 48 KiB, wgmma.m64n256k16: every shape but the next four.
 //  - 128 x 128 tiles, 6 stages of 32 KiB, wgmma.m64n128k16: few output tiles and long K, where
 //    128 x 256 tiles would split K. They split K themselves while their own tiles are few:
 //    1024x1024x16384 runs 64 tiles x split 2, cuBLAS's shape of the work there (128 x 256 tiles
 //    needed split 4 and a fold of 3 partials per tile); 1024x2048x16384 runs 128 tiles, unsplit.
-//    Also, unsplit, where 128 x 256 tiles would end on a mostly idle round (square_pays: 3072^3
-//    is 288 of those on 132 SMs, 3 rounds for 2.18 rounds of work; 576 of 128 x 128, 2.5).
+//    Also, unsplit, where 128 x 256 and 128 x 192 tiles would end on a mostly idle round
+//    (unsplit_width; e.g. 5120^3).
+//  - 128 x 192 tiles, 4 stages of 40 KiB, wgmma.m64n192k16, no split K: where 128 x 256 tiles would
+//    end on a mostly idle round (unsplit_width: 3072^3 is 288 of those on 132 SMs, 3 rounds for
+//    2.18 rounds of work; 384 of 128 x 192 take 3 rounds of 3/4 the time).
 //  - 128 x 64 tiles, 8 stages of 24 KiB, wgmma.m64n64k16, no split K: M <= 128 with at least
 //    ~0.9 x #SMs 64-wide tiles (e.g. 128x8192x8192), where 128 x 256 tiles needed split K.
 //  - 256 x 128 tiles, 4 stages of 48 KiB, two wgmma.m64n128k16 per consumer, no split K: B's
@@ -48,12 +51,13 @@
 // stores that clip at the matrix edge; the last ones stay in flight while the next tile's MMAs
 // start. Otherwise (misaligned C) the accumulators are stored straight from registers, masked at
 // the edges.
-// Shared memory (all <= 227 KiB, static_assert in TileConfig), a 192 KiB stage ring each:
+// Shared memory (all <= 227 KiB, static_assert in TileConfig), a 192 KiB stage ring (160 at 128 x 192):
 //   128 x 256: 4 x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue + 1 KiB alignment slack = 225 KiB
 //              dynamic, + 80 B static (barriers, split ticket);
 //   128 x 128: 6 x (16 KiB A + 16 KiB B) + 2 x 16 KiB epilogue + 1 KiB = 225 KiB, + 112 B static;
 //   256 x 128: 4 x (32 KiB A + 16 KiB B) + 2 x 16 KiB epilogue + 1 KiB = 225 KiB, + 80 B static;
-//   128 x 64:  8 x (16 KiB A + 8 KiB B) + 2 x 8 KiB epilogue + 1 KiB = 209 KiB, + 144 B static.
+//   128 x 64:  8 x (16 KiB A + 8 KiB B) + 2 x 8 KiB epilogue + 1 KiB = 209 KiB, + 144 B static;
+//   128 x 192: 4 x (16 KiB A + 24 KiB B) + 2 x 24 KiB epilogue + 1 KiB = 209 KiB, + 80 B static.
 // The folding block stashes its own partial, 32 (16 at 128 x 64) accumulators at a time, in its
 // epilogue buffer (only 128 x 128 tiles split K, but the fold is written for any tile).
 // Expected bound: 128 x 256 tiles: tensor-core issue, ~0.85-1.0x cuBLAS bf16 (600-730 TFLOP/s on
@@ -68,6 +72,8 @@
 // 128 x 64 tiles: DRAM, reading B once (128 MiB at 128x8192x8192: ~32 us at the 4.26 TB/s copy
 // ceiling; cuBLAS's 128 x 64, 8-stage kernel takes 37.2 us); every block also re-reads all of A
 // from L2 (no cluster multicast).
+// 128 x 192 tiles: as 128 x 256 with 1/9 more operand bytes per FLOP and one stage less of
+// prefetch than 128 x 128; where they are taken the rounds they save (1/4 at 3072^3) dominate.
 // 256 x 128 tiles: as 128 x 256 (the same bytes per FLOP), less the part of the misaligned B's
 // L2 cost that the tile moves onto A; expected ~0.95x cuBLAS at 4096x3000x2048 (128 x 256: 0.89).
 #include <cuda.h>
@@ -96,7 +102,7 @@ constexpr int kBK = 64;
 constexpr int kConsumers = 2, kThreads = 128 * (kConsumers + 1);
 constexpr int kGroupRows = 8;
 constexpr int kSwizzleElems = 64;                        // 128 bytes of 16-bit elements: one swizzle row
-constexpr int kRingBytes = 192 * 1024;                   // the stage ring, whatever the tile
+constexpr int kRingBytes = 192 * 1024;                   // the stage ring: as many whole stages as fit
 constexpr int kOutBoxBytes = 64 * kSwizzleElems * 2;     // one 64 x 64 box of C, 128-byte swizzle
 constexpr int kMinKBlocksPerSplit = 4;
 // Split K: the per-tile counter word (low 16 bits: tickets taken, high 16 bits: partials
@@ -111,7 +117,8 @@ template <int kBM_, int kBN_>
 struct TileConfig {
   static constexpr int kBM = kBM_, kBN = kBN_;
   static_assert(kBM == 128 || kBM == 256, "one or two 64-row wgmma tiles per consumer");
-  static_assert(kBN == 256 || kBN == 128 || kBN == 64, "wgmma wrappers exist for n256, n128 and n64");
+  static_assert(kBN == 256 || kBN == 192 || kBN == 128 || kBN == 64,
+                "wgmma wrappers exist for n256, n192, n128 and n64");
   static constexpr int kRowsPerConsumer = kBM / kConsumers;
   static constexpr int kSubTiles = kRowsPerConsumer / 64;
   static constexpr int kSubAcc = kBN / 2;            // fp32 accumulators per thread per 64 x kBN wgmma tile
@@ -119,11 +126,13 @@ struct TileConfig {
   static constexpr int kATileBytes = kBM * kBK * 2;
   static constexpr int kBTileBytes = kBK * kBN * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
-  static constexpr int kStages = kRingBytes / kStageBytes;  // 4 at 128 x 256 and 256 x 128, 6 at 128 x 128, 8 at 128 x 64
-  static_assert(kRingBytes % kStageBytes == 0, "whole stages fill the ring");
-  // Epilogue staging, per consumer: up to two 64 x 64 boxes of a 64 x kBN wgmma tile at a time (a
-  // 64 x 128 half at BN = 256, the whole tile at BN = 128 and 64).
-  static constexpr int kOutBoxes = kBN / kSwizzleElems < 2 ? kBN / kSwizzleElems : 2;
+  // 4 at 128 x 256 and 256 x 128, 6 at 128 x 128, 8 at 128 x 64 (each filling the ring); 4 of 40 KiB
+  // at 128 x 192, 160 KiB (five would not fit beside its larger epilogue buffers).
+  static constexpr int kStages = kRingBytes / kStageBytes;
+  // Epilogue staging, per consumer: 64 x 64 boxes of a 64 x kBN wgmma tile, two at a time where
+  // two divide the tile (a 64 x 128 half at BN = 256, the whole tile at BN = 128), else the whole
+  // tile at once (three boxes at BN = 192, one at BN = 64).
+  static constexpr int kOutBoxes = kBN / kSwizzleElems % 2 == 0 ? 2 : kBN / kSwizzleElems;
   static constexpr int kOutBufBytes = kOutBoxes * kOutBoxBytes;
   // Dynamic shared memory: the ring, the epilogue buffers, and slack for the 1024-byte alignment.
   static constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * kOutBufBytes + 1024;
@@ -139,6 +148,7 @@ using Wide = TileConfig<128, 256>;
 using Narrow = TileConfig<128, 64>;
 using Tall = TileConfig<256, 128>;
 using Square = TileConfig<128, 128>;
+using Mid = TileConfig<128, 192>;
 
 // A consumer's accumulators of wgmma tile `sub` (rows 64 * sub of its kRowsPerConsumer).
 template <class Cfg>
@@ -249,11 +259,14 @@ __device__ __forceinline__ void wgmma_k16(float (&d)[kBN / 2], std::uint64_t des
                  CP_WGMMA_D0_31 ", " CP_WGMMA_D32_63 ", " CP_WGMMA_D64_95 ", " CP_WGMMA_D96_127,           \
                  "%128, %129, p, 1, 1, %130, %131", CP_WGMMA_F32(0), CP_WGMMA_F32(32), CP_WGMMA_F32(64),   \
                  CP_WGMMA_F32(96));                                                                        \
+  } else if constexpr (kBN == 192) {                                                                       \
+    CP_WGMMA_ASM("m64n192k16", TYPE, CP_WGMMA_D0_31 ", " CP_WGMMA_D32_63 ", " CP_WGMMA_D64_95,              \
+                 "%96, %97, p, 1, 1, %98, %99", CP_WGMMA_F32(0), CP_WGMMA_F32(32), CP_WGMMA_F32(64));      \
   } else if constexpr (kBN == 128) {                                                                       \
     CP_WGMMA_ASM("m64n128k16", TYPE, CP_WGMMA_D0_31 ", " CP_WGMMA_D32_63, "%64, %65, p, 1, 1, %66, %67",   \
                  CP_WGMMA_F32(0), CP_WGMMA_F32(32));                                                       \
   } else {                                                                                                 \
-    static_assert(kBN == 64, "wgmma wrappers exist for n256, n128 and n64");                              \
+    static_assert(kBN == 64, "wgmma wrappers exist for n256, n192, n128 and n64");                              \
     CP_WGMMA_ASM("m64n64k16", TYPE, CP_WGMMA_D0_31, "%32, %33, p, 1, 1, %34, %35", CP_WGMMA_F32(0));      \
   }
   if constexpr (std::is_same_v<T, __half>) {
@@ -649,27 +662,33 @@ bool lines_on_sectors(const ConstMatrixView& x) {
 //   split (1024x1024x16384: split 2 over 64 tiles; 128 x 256 needed 4 over 32). Under ncu (bf16, 8
 //   launches back to back) 128 x 256 split 4 ran 56 us against cuBLAS's 128 x 128 split 2 + reduce,
 //   51 us.
-// - Everything else runs unsplit 128 x 256 tiles, or 128 x 128 ones where those finish sooner
-//   (square_pays).
+// - Everything else runs unsplit 128 x 256 tiles, or narrower ones where those finish sooner
+//   (unsplit_width).
 struct TilePlan {
   int bm, bn, stages, splits;
 };
 
-// Wave quantization: a persistent grid of 128 x 256 tiles takes ceil(tiles / #SMs) rounds of one
-// tile time, however few tiles its last round has. 3072^3 is 288 tiles on 132 SMs: 3 rounds for
-// 2.18 rounds of work. 128 x 128 tiles (half the time each) cut the work finer: 576 tiles, 5 rounds
-// of half a tile time, 2.5. They move 1/3 more operand bytes per FLOP and run twice the epilogues,
-// which the model leaves out: on the H200 they took 2-10% longer than it says (bf16/fp16,
-// docs/perf-log.md "wgmma_tma v12"): 10240^2 x 4096 (model 0.98) came out even, 16384^2 x 1024
-// (0.99) 6-10% slower, 5120^3 (0.93) 2.5-5% faster, 3072^3 (0.83) 12-14% faster. So they are taken
-// where the model says they finish >= 5% sooner.
-bool square_pays(std::int64_t m, std::int64_t n, int sm_count) {
-  const auto rounds = [sm_count](std::int64_t tiles) { return (tiles + sm_count - 1) / sm_count; };
+// Wave quantization: a persistent grid of 128 x W tiles takes ceil(tiles / #SMs) rounds of one tile
+// time (proportional to W), however few tiles its last round has. 3072^3 is 288 tiles of 128 x 256 on
+// 132 SMs: 3 rounds for 2.18 rounds of work, 768 column-times. 128 x 192 tiles cut it finer: 384
+// tiles, 3 rounds of 192, 576 (cuBLAS runs 192 x 192 tiles there, 2 rounds of 1.125); 128 x 128:
+// 576 tiles, 5 rounds of 128, 640. A narrower tile moves more operand bytes per FLOP and runs more
+// epilogues, which the model leaves out: on the H200 128 x 128 tiles took 2-10% longer than it says
+// (bf16/fp16, docs/perf-log.md "wgmma_tma v12"): 10240^2 x 4096 (model 0.98 of 128 x 256) came out
+// even, 16384^2 x 1024 (0.99) 6-10% slower, 5120^3 (0.93) 2.5-5% faster, 3072^3 (0.83) 12-14%
+// faster. So a narrower tile replaces the one chosen so far only where the model has it >= 5% sooner.
+int unsplit_width(std::int64_t m, std::int64_t n, int sm_count) {
   const std::int64_t strips = (m + Wide::kBM - 1) / Wide::kBM;
-  const std::int64_t wide = rounds(strips * ((n + Wide::kBN - 1) / Wide::kBN));
-  const std::int64_t square = rounds(strips * ((n + Square::kBN - 1) / Square::kBN));
-  return square * 20 <= 2 * wide * 19;
+  const auto time = [&](std::int64_t width) {
+    const std::int64_t tiles = strips * ((n + width - 1) / width);
+    return (tiles + sm_count - 1) / sm_count * width;
+  };
+  int width = Wide::kBN;
+  for (const int narrower : {Mid::kBN, Square::kBN})
+    if (time(narrower) * 20 <= time(width) * 19) width = narrower;
+  return width;
 }
+
 TilePlan tile_plan(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count, bool b_off_sectors_a_on) {
   const std::int64_t narrow_tiles = (n + Narrow::kBN - 1) / Narrow::kBN;
   if (m <= Narrow::kBM && narrow_tiles * 10 >= std::int64_t{9} * sm_count)
@@ -677,8 +696,11 @@ TilePlan tile_plan(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count,
   if (split_count<Wide>(m, n, k, sm_count) > 1)
     return {Square::kBM, Square::kBN, Square::kStages, split_count<Square>(m, n, k, sm_count)};
   if (b_off_sectors_a_on) return {Tall::kBM, Tall::kBN, Tall::kStages, 1};
-  if (square_pays(m, n, sm_count)) return {Square::kBM, Square::kBN, Square::kStages, 1};
-  return {Wide::kBM, Wide::kBN, Wide::kStages, 1};
+  switch (unsplit_width(m, n, sm_count)) {
+    case Mid::kBN: return {Mid::kBM, Mid::kBN, Mid::kStages, 1};
+    case Square::kBN: return {Square::kBM, Square::kBN, Square::kStages, 1};
+    default: return {Wide::kBM, Wide::kBN, Wide::kStages, 1};
+  }
 }
 TilePlan tile_plan(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
   return tile_plan(a.rows, b.cols, a.cols, sm_count, !lines_on_sectors(b) && lines_on_sectors(a));
@@ -719,6 +741,7 @@ void dispatch_tile(const TilePlan& plan, const ConstMatrixView& a, const ConstMa
   if (plan.bn == Narrow::kBN) dispatch_layouts<T, Narrow>(a, b, c, partials, counters, p, grid, stream);
   else if (plan.bm == Tall::kBM) dispatch_layouts<T, Tall>(a, b, c, partials, counters, p, grid, stream);
   else if (plan.bn == Square::kBN) dispatch_layouts<T, Square>(a, b, c, partials, counters, p, grid, stream);
+  else if (plan.bn == Mid::kBN) dispatch_layouts<T, Mid>(a, b, c, partials, counters, p, grid, stream);
   else dispatch_layouts<T, Wide>(a, b, c, partials, counters, p, grid, stream);
 }
 
