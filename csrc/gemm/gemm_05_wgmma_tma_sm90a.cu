@@ -253,21 +253,21 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[kN]) {
 // thread's kBN / 2 accumulators.
 template <typename T, int kBN, int kTransA, int kTransB>
 __device__ __forceinline__ void wgmma_k16(float (&d)[kBN / 2], std::uint64_t desc_a, std::uint64_t desc_b) {
-#define CP_WGMMA_K16(TYPE)                                                                                   \
+#define CP_WGMMA_K16(TYPE)                                                                                 \
   if constexpr (kBN == 256) {                                                                              \
     CP_WGMMA_ASM("m64n256k16", TYPE,                                                                       \
                  CP_WGMMA_D0_31 ", " CP_WGMMA_D32_63 ", " CP_WGMMA_D64_95 ", " CP_WGMMA_D96_127,           \
                  "%128, %129, p, 1, 1, %130, %131", CP_WGMMA_F32(0), CP_WGMMA_F32(32), CP_WGMMA_F32(64),   \
                  CP_WGMMA_F32(96));                                                                        \
   } else if constexpr (kBN == 192) {                                                                       \
-    CP_WGMMA_ASM("m64n192k16", TYPE, CP_WGMMA_D0_31 ", " CP_WGMMA_D32_63 ", " CP_WGMMA_D64_95,              \
+    CP_WGMMA_ASM("m64n192k16", TYPE, CP_WGMMA_D0_31 ", " CP_WGMMA_D32_63 ", " CP_WGMMA_D64_95,             \
                  "%96, %97, p, 1, 1, %98, %99", CP_WGMMA_F32(0), CP_WGMMA_F32(32), CP_WGMMA_F32(64));      \
   } else if constexpr (kBN == 128) {                                                                       \
     CP_WGMMA_ASM("m64n128k16", TYPE, CP_WGMMA_D0_31 ", " CP_WGMMA_D32_63, "%64, %65, p, 1, 1, %66, %67",   \
                  CP_WGMMA_F32(0), CP_WGMMA_F32(32));                                                       \
   } else {                                                                                                 \
-    static_assert(kBN == 64, "wgmma wrappers exist for n256, n192, n128 and n64");                              \
-    CP_WGMMA_ASM("m64n64k16", TYPE, CP_WGMMA_D0_31, "%32, %33, p, 1, 1, %34, %35", CP_WGMMA_F32(0));      \
+    static_assert(kBN == 64, "wgmma wrappers exist for n256, n192, n128 and n64");                         \
+    CP_WGMMA_ASM("m64n64k16", TYPE, CP_WGMMA_D0_31, "%32, %33, p, 1, 1, %34, %35", CP_WGMMA_F32(0));       \
   }
   if constexpr (std::is_same_v<T, __half>) {
     CP_WGMMA_K16("f16")
