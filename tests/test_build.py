@@ -39,7 +39,8 @@ class BuildTest(unittest.TestCase):
     def test_gemm_config_names_the_wgmma_tma_plan_without_a_gpu(self):
         """What the benchmark records beside a wgmma_tma time (docs/perf-log.md: v6's narrow tiles for
         M <= 128, split K for few tiles and long K, v8's tall tiles when only B's lines start off
-        32-byte sectors); host arithmetic, 132 SMs as on the H200."""
+        32-byte sectors, v12's narrower tiles where 128 x 256 ones end on a mostly idle round); host
+        arithmetic, 132 SMs as on the H200."""
         from cuda_portfolio import _native
 
         if not _native.has_sm90a_kernels:
@@ -58,7 +59,14 @@ class BuildTest(unittest.TestCase):
                                             (4096, 3000, 2048, False, 0): "256x128x64, 4 stages, split-K 1",
                                             (4096, 3000, 2048, True, 0): "128x256x64, 4 stages, split-K 1",
                                             (4096, 3072, 2048, False, 16): "128x256x64, 4 stages, split-K 1",
-                                            (512, 1000, 8192, False, 0): "128x128x64, 6 stages, split-K 4"}.items():
+                                            (512, 1000, 8192, False, 0): "128x128x64, 6 stages, split-K 4",
+                                            # wave quantization (unsplit_width): 128 x 256 tiles would end on
+                                            # a mostly idle round
+                                            (3072, 3072, 3072, False, 0): "128x192x64, 4 stages, split-K 1",
+                                            (2304, 2304, 2304, True, 0): "128x192x64, 4 stages, split-K 1",
+                                            (5120, 5120, 5120, False, 0): "128x128x64, 6 stages, split-K 1",
+                                            (8192, 8192, 8192, False, 0): "128x256x64, 4 stages, split-K 1",
+                                            (16384, 16384, 1024, False, 0): "128x256x64, 4 stages, split-K 1"}.items():
             with self.subTest(shape=(m, n, k), b_column_major=b_cm, base=base):
                 self.assertEqual(config("wgmma_tma", m, n, k, b_cm, base), want)
         self.assertEqual(config("register_blocked", 4096, 4096, 4096), "")

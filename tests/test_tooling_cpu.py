@@ -194,8 +194,10 @@ class InspectKernelTest(unittest.TestCase):
             self.assertIn(name, kernels)
             self.assertEqual(kernels[name]["spill_stores"], 0, kernels[name])
         sass = (out / "cuda" / "gemm_05_wgmma_tma_sm90a.sass").read_text()
-        # wgmma of both tile widths (128x256, and 128x64 for small M), TMA loads, TMA-store epilogue
-        for instruction in ("HGMMA.64x256x16", "HGMMA.64x64x16", "UTMALDG.2D", "UTMASTG.2D"):
+        # wgmma of every tile width (128x256, 128x192, 128x128, and 128x64 for small M), TMA loads,
+        # TMA-store epilogue
+        for instruction in ("HGMMA.64x256x16", "HGMMA.64x192x16", "HGMMA.64x128x16", "HGMMA.64x64x16", "UTMALDG.2D",
+                            "UTMASTG.2D"):
             self.assertIn(instruction, sass)
         self.assertIn("HMMA.16816", (out / "cuda" / "gemm_04_mma_sync.sass").read_text())
 
