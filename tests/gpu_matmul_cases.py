@@ -258,64 +258,60 @@ class MatmulGpuTest(GpuTestCase):
                         torch.cuda.synchronize()
                         self.assertTrue(torch.equal(graph_out, first), f"{what}: graph replay {i} differs")
 
+    def wgmma_tma_unsplit_runs(self, label, cases):
+        """Each (M, N, K, A column-major, B column-major, config or None) case in bf16 and fp16: wgmma_tma
+        accepts it, runs the plan the config names (None: not checked), splits no K (no workspace),
+        matches float64 and gives the same bits run to run."""
+        from cuda_portfolio.native import DTYPE_NAMES, native_module
+        from cuda_portfolio.native.matmul import kernel_config
+
+        module = self.wgmma_tma_module()
+        device = torch.cuda.current_device()
+        for m, n, k, a_cm, b_cm, want in cases:
+            for dtype in (torch.bfloat16, torch.float16):
+                what = f"cuda/wgmma_tma {label} {dtype} {m}x{n}x{k} a_cm={a_cm} b_cm={b_cm}"
+                with self.subTest(what):
+                    a, b = self.operand(m, k, dtype, a_cm), self.operand(k, n, dtype, b_cm)
+                    module.check_kernel("wgmma_tma", a, b, False)  # a refusal here is a failure
+                    if want is not None:
+                        config = kernel_config(a, b, "wgmma_tma", False)
+                        self.assertEqual(config, want, what)
+                    workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
+                    self.assertEqual(workspace, 0, f"{what}: K is split")
+                    self.wgmma_tma_runs(module, a, b, 2, what)
+
     def test_wgmma_tma_narrow_tiles_for_small_m(self):
         """M <= 128 and at least 0.9 x #SMs 64-wide tiles: wgmma_tma runs 128x64 tiles, 8 stages, no
         split K (so no workspace). Every operand layout, both epilogues (TMA stores; direct stores
         when C's rows are not 16-byte aligned), M and N clipped, both 16-bit dtypes, and the same
         bits run to run."""
-        from cuda_portfolio.native import DTYPE_NAMES, native_module
-
-        module = self.wgmma_tma_module()
-        device = torch.cuda.current_device()
-        fill = 64 * torch.cuda.get_device_properties(device).multi_processor_count  # one 64-wide tile per SM
-        # (M, N, K, A column-major, B column-major); a column-major operand needs its stride (M or
-        # K) a multiple of 8, a row-major one its row (K or N); N = fill - 5 leaves C's rows
-        # unaligned (direct stores).
-        for m, n, k, a_cm, b_cm in (
-            (128, fill, 8192, False, False),  # the 128x8192x8192 benchmark case, at this GPU's width
-            (77, fill + 8, 520, False, False),
-            (100, fill - 5, 264, False, True),
-            (120, fill, 512, True, False),
-            (64, fill + 64, 136, True, True),
-        ):
-            for dtype in (torch.bfloat16, torch.float16):
-                what = f"cuda/wgmma_tma narrow {dtype} {m}x{n}x{k} a_cm={a_cm} b_cm={b_cm}"
-                with self.subTest(what):
-                    a, b = self.operand(m, k, dtype, a_cm), self.operand(k, n, dtype, b_cm)
-                    module.check_kernel("wgmma_tma", a, b, False)  # a refusal here is a failure
-                    workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
-                    self.assertEqual(workspace, 0, f"{what}: K is split")
-                    self.wgmma_tma_runs(module, a, b, 2, what)
+        fill = 64 * torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        # One 64-wide tile per SM at N = fill. (M, N, K, A column-major, B column-major, config): a
+        # column-major operand needs its stride (M or K) a multiple of 8, a row-major one its row (K or
+        # N); N = fill - 5 leaves C's rows unaligned (direct stores).
+        self.wgmma_tma_unsplit_runs("narrow", (
+            (128, fill, 8192, False, False, None),  # the 128x8192x8192 benchmark case, at this GPU's width
+            (77, fill + 8, 520, False, False, None),
+            (100, fill - 5, 264, False, True, None),
+            (120, fill, 512, True, False, None),
+            (64, fill + 64, 136, True, True, None),
+        ))
 
     def test_wgmma_tma_tall_tiles_when_only_b_is_off_sectors(self):
         """B's lines start off 32-byte sectors, A's on them, K not split: wgmma_tma runs 256x128 tiles
         (two 64-row wgmma tiles per consumer). Both A layouts, B row- and column-major, both
         epilogues (direct stores when C's rows are not 16-byte aligned), M and N clipped, both
         16-bit dtypes, the same bits run to run, and the plan the benchmark records."""
-        from cuda_portfolio.native import DTYPE_NAMES, native_module
-        from cuda_portfolio.native.matmul import kernel_config
-
-        module = self.wgmma_tma_module()
-        device = torch.cuda.current_device()
-        # (M, N, K, A column-major, B column-major): A's lines (K or M long) are multiples of 16
+        # (M, N, K, A column-major, B column-major, config): A's lines (K or M long) are multiples of 16
         # elements, B's (N or K long) are not; >= 16 x 12 tiles of 128 x 256, so K is never split.
-        for m, n, k, a_cm, b_cm in (
-            (4096, 3000, 2048, False, False),  # the benchmark's misaligned-N case
-            (2000, 3000, 528, False, False),   # M and N clipped (2000 = 7 x 256 + 208, 3000 = 23 x 128 + 56)
-            (2000, 3064, 1000, True, True),    # B column-major with 2,000-byte lines, A column-major
-            (2000, 3001, 1000, True, True),    # ... and C's rows unaligned: direct stores
-            (1936, 3000, 512, True, False),
-        ):
-            for dtype in (torch.bfloat16, torch.float16):
-                what = f"cuda/wgmma_tma tall {dtype} {m}x{n}x{k} a_cm={a_cm} b_cm={b_cm}"
-                with self.subTest(what):
-                    a, b = self.operand(m, k, dtype, a_cm), self.operand(k, n, dtype, b_cm)
-                    module.check_kernel("wgmma_tma", a, b, False)  # a refusal here is a failure
-                    self.assertTrue(kernel_config(a, b, "wgmma_tma", False).startswith("256x128x64"),
-                                    f"{what}: ran {kernel_config(a, b, 'wgmma_tma', False)}")
-                    workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
-                    self.assertEqual(workspace, 0, f"{what}: K is split")
-                    self.wgmma_tma_runs(module, a, b, 2, what)
+        tall = "256x128x64, 4 stages, split-K 1"
+        self.wgmma_tma_unsplit_runs("tall", (
+            (4096, 3000, 2048, False, False, tall),  # the benchmark's misaligned-N case
+            (2000, 3000, 528, False, False, tall),   # M and N clipped (2000 = 7 x 256 + 208, 3000 = 23 x 128 + 56)
+            (2000, 3064, 1000, True, True, tall),    # B column-major with 2,000-byte lines, A column-major
+            (2000, 3001, 1000, True, True, tall),    # ... and C's rows unaligned: direct stores
+            (1936, 3000, 512, True, False, tall),
+        ))
 
     def test_wgmma_tma_narrower_tiles_where_wide_ones_end_on_an_idle_round(self):
         """Where 128 x 256 tiles would end on a mostly idle round (unsplit_width), wgmma_tma runs 128 x 192
@@ -323,34 +319,19 @@ class MatmulGpuTest(GpuTestCase):
         both 16-bit dtypes, the same bits run to run. On a 132-SM GPU (the H200 the rule was measured
         on) each shape must run the tile named here; elsewhere the plan is the GPU's own and only the
         results are checked."""
-        from cuda_portfolio.native import DTYPE_NAMES, native_module
-        from cuda_portfolio.native.matmul import kernel_config
-
-        module = self.wgmma_tma_module()
-        device = torch.cuda.current_device()
-        sms = torch.cuda.get_device_properties(device).multi_processor_count
-        # (M, N, K, A column-major, B column-major, tile on 132 SMs); A's and B's lines on 32-byte
-        # sectors (else the 256 x 128 tile is taken), C's rows 16-byte aligned but for N = 3001.
-        for m, n, k, a_cm, b_cm, tile in (
-            (3072, 3072, 320, False, False, "128x192"),  # 288 tiles of 128 x 256: 3 rounds for 2.18
-            (2304, 2304, 200, True, False, "128x192"),   # 162: 2 rounds for 1.23; K = 3 x 64 + 8
-            (2000, 3001, 128, True, True, "128x192"),    # M, N clipped, C's rows unaligned: direct stores
-            (1900, 3000, 520, False, True, "128x192"),   # M and N clipped, K = 8 x 64 + 8
-            (5100, 5120, 256, False, True, "128x128"),   # 800: 7 rounds for 6.06; 128 x 192: 9 for 8.18
-            (5120, 5000, 208, True, True, "128x128"),    # N clipped, K = 3 x 64 + 16
-        ):
-            for dtype in (torch.bfloat16, torch.float16):
-                what = f"cuda/wgmma_tma {tile} {dtype} {m}x{n}x{k} a_cm={a_cm} b_cm={b_cm}"
-                with self.subTest(what):
-                    a, b = self.operand(m, k, dtype, a_cm), self.operand(k, n, dtype, b_cm)
-                    module.check_kernel("wgmma_tma", a, b, False)  # a refusal here is a failure
-                    config = kernel_config(a, b, "wgmma_tma", False)
-                    if sms == 132:
-                        self.assertTrue(config.startswith(f"{tile}x64,") and config.endswith("split-K 1"),
-                                        f"{what}: ran {config}")
-                    workspace = native_module().gemm_workspace_bytes("wgmma_tma", DTYPE_NAMES[dtype], m, n, k, device)
-                    self.assertEqual(workspace, 0, f"{what}: K is split")
-                    self.wgmma_tma_runs(module, a, b, 2, what)
+        on_h200 = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count == 132
+        mid = "128x192x64, 4 stages, split-K 1" if on_h200 else None
+        square = "128x128x64, 6 stages, split-K 1" if on_h200 else None
+        # (M, N, K, A column-major, B column-major, config); A's and B's lines on 32-byte sectors (else
+        # the 256 x 128 tile is taken), C's rows 16-byte aligned but for N = 3001.
+        self.wgmma_tma_unsplit_runs("narrower", (
+            (3072, 3072, 320, False, False, mid),  # 288 tiles of 128 x 256: 3 rounds for 2.18
+            (2304, 2304, 200, True, False, mid),   # 162: 2 rounds for 1.23; K = 3 x 64 + 8
+            (2000, 3001, 128, True, True, mid),    # M, N clipped, C's rows unaligned: direct stores
+            (1900, 3000, 520, False, True, mid),   # M and N clipped, K = 8 x 64 + 8
+            (5100, 5120, 256, False, True, square),  # 800: 7 rounds for 6.06; 128 x 192: 9 for 8.18
+            (5120, 5000, 208, True, True, square),   # N clipped, K = 3 x 64 + 16
+        ))
 
     def test_public_api_auto_batched_forward_backward(self):
         for backend in ("auto", "cuda", "triton"):
