@@ -8,11 +8,12 @@
 # 4. runs the tests in TESTS on the patched build (default tests.gpu_softmax_cases; TESTS= skips them).
 #    They are not the whole tier: a kernel lands only after `python -m unittest tests.test_gpu` passes;
 # 5. reverses the patch, whatever happened before.
+#    The installed module stays the patched build until the next `pip install -e .` rebuilds the tree.
 # JSONs, the comparison and logs go to $OUT_DIR (default results/local/ab-<patch name>). The JSONs
 # record the commit (CUDA_PORTFOLIO_GIT_COMMIT if set, else git's), the patched one as
 # "<commit>+<patch name>" and dirty. Builds for the GPU present (CUDA_PORTFOLIO_CUDA_ARCHS=native).
 set -uo pipefail
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in
   -h | --help) usage; exit 0 ;;
   "") usage >&2; exit 2 ;;
@@ -65,5 +66,5 @@ if [ -n "$TESTS" ]; then
   status=$?
   echo "tests ($TESTS) on the patched build: rc $status, $((SECONDS - t0)) s: $(grep -E '^Ran |^OK|^FAILED' "$OUT_DIR/tests.log" | tr '\n' ' ')"
 fi
-echo "files: $OUT_DIR"
+echo "files: $OUT_DIR (the installed module is the patched build: pip install -e . before using it)"
 exit $status
