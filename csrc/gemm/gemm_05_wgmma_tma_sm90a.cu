@@ -62,7 +62,8 @@
 // epilogue buffer (only 128 x 128 tiles split K, but the fold is written for any tile).
 // Expected bound: 128 x 256 tiles: tensor-core issue, ~0.85-1.0x cuBLAS bf16 (600-730 TFLOP/s on
 // H200) on large shapes; one consumer's epilogue still stalls its own next tile, which ping-pong
-// consumers (two tiles in flight) and 2-CTA clusters with TMA multicast would still remove.
+// consumers (two tiles in flight) would remove. 2-CTA clusters sharing B by TMA multicast measured
+// within noise of this kernel at the 128 x 256 shapes, so it has none (docs/perf-log.md, Session 26).
 // Split-K shapes (128 x 128): the K loop (L2- or DRAM-bound: 128 blocks each stream their own A and
 // B slices) plus a tail of one partial store and one (S - 1)-partial fold on the last block of each
 // tile. Per block the MACs and the wgmma issue are those of 128 x 256 at twice the split; the
