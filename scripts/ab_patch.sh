@@ -7,8 +7,8 @@
 # 3. prints `python -m cuda_portfolio.bench.compare` of the two (the noise band is the run's own);
 # 4. runs the tests in TESTS on the patched build (default tests.gpu_softmax_cases; TESTS= skips them).
 #    They are not the whole tier: a kernel lands only after `python -m unittest tests.test_gpu` passes;
-# 5. reverses the patch, whatever happened before.
-#    The installed module stays the patched build until the next `pip install -e .` rebuilds the tree.
+# 5. reverses the patch, whatever happened before, and rebuilds the tree as it was, so the installed
+#    module is never left a build of the patch.
 # JSONs, the comparison and logs go to $OUT_DIR (default results/local/ab-<patch name>). The JSONs
 # record the commit (CUDA_PORTFOLIO_GIT_COMMIT if set, else git's), the patched one as
 # "<commit>+<patch name>" and dirty. Builds for the GPU present (CUDA_PORTFOLIO_CUDA_ARCHS=native).
@@ -35,8 +35,18 @@ if [ $# -eq 0 ]; then
     --shapes 4096x4096,2048x50257,1024x131072,256x262144,32x1048576,4x4194304
 fi
 
-applied=0
-restore() { [ "$applied" = 1 ] && git apply -R "$PATCH" && applied=0; }
+applied=0 patched_build=0
+restore() {
+  [ "$applied" = 1 ] && git apply -R "$PATCH" && applied=0
+  [ "$patched_build" = 1 ] || return 0
+  if CUDA_PORTFOLIO_GIT_COMMIT=$BASE CUDA_PORTFOLIO_GIT_DIRTY=0 \
+      $PY -m pip install --no-build-isolation -e . > "$OUT_DIR/install-restored.log" 2>&1; then
+    echo "rebuilt the tree as it was (the installed module no longer has the patch)"
+  else
+    echo "ab_patch.sh: rebuilding the tree as it was failed; the installed module may still be the patched" \
+      "build (see $OUT_DIR/install-restored.log)" >&2
+  fi
+}
 trap restore EXIT
 
 build_and_time() {  # build_and_time LABEL COMMIT DIRTY BENCH_ARGS...
@@ -57,6 +67,7 @@ build_and_time() {  # build_and_time LABEL COMMIT DIRTY BENCH_ARGS...
 
 build_and_time before "$BASE" 0 "$@"
 git apply "$PATCH" && applied=1
+patched_build=1
 build_and_time after "$BASE+$NAME" 1 "$@"
 $PY -m cuda_portfolio.bench.compare "$OUT_DIR/before.json" "$OUT_DIR/after.json" | tee "$OUT_DIR/compare.txt"
 status=0
@@ -66,5 +77,5 @@ if [ -n "$TESTS" ]; then
   status=$?
   echo "tests ($TESTS) on the patched build: rc $status, $((SECONDS - t0)) s: $(grep -E '^Ran |^OK|^FAILED' "$OUT_DIR/tests.log" | tr '\n' ' ')"
 fi
-echo "files: $OUT_DIR (the installed module is the patched build: pip install -e . before using it)"
+echo "files: $OUT_DIR"
 exit $status

@@ -328,7 +328,7 @@ class CompareBackendsBytesTest(unittest.TestCase):
 STUB_PYTHON = """#!/usr/bin/env bash
 # Stands in for python3 in ab_patch.sh's test: records what each step saw instead of building or timing.
 case "$2" in
-  pip) echo "install $CUDA_PORTFOLIO_GIT_COMMIT dirty=$CUDA_PORTFOLIO_GIT_DIRTY" >> steps.log ;;
+  pip) echo "install $CUDA_PORTFOLIO_GIT_COMMIT dirty=$CUDA_PORTFOLIO_GIT_DIRTY kernel=$(cat kernel.txt)" >> steps.log ;;
   cuda_portfolio.bench)
     while [ $# -gt 0 ]; do [ "$1" = --json ] && json=$2; shift; done
     echo "bench kernel=$(cat kernel.txt)" >> steps.log
@@ -341,7 +341,7 @@ esac
 
 class AbPatchTest(unittest.TestCase):
     """scripts/ab_patch.sh in a scratch repository, with a stub for python: the patch is off for the first build
-    and bench, on for the second and the tests, and reversed at the end."""
+    and bench, on for the second and the tests, and reversed and rebuilt away at the end."""
 
     def test_before_after_and_the_tree_restored(self):
         with tempfile.TemporaryDirectory() as d:
@@ -366,8 +366,10 @@ class AbPatchTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn('compare: {"kernel": "A"} -> {"kernel": "B"}', r.stdout)
             steps = (repo / "steps.log").read_text().splitlines()
-            self.assertEqual(steps, ["install abc1234 dirty=0", "bench kernel=A", "install abc1234+change dirty=1",
-                                     "bench kernel=B", "tests kernel=B"])
+            # the last install rebuilds the tree as it was: the installed module is not left the patched build
+            self.assertEqual(steps, ["install abc1234 dirty=0 kernel=A", "bench kernel=A",
+                                     "install abc1234+change dirty=1 kernel=B", "bench kernel=B", "tests kernel=B",
+                                     "install abc1234 dirty=0 kernel=A"])
             self.assertEqual((repo / "kernel.txt").read_text(), "A\n")  # the patch is reversed
             self.assertTrue((repo / "results" / "local" / "ab-change" / "after.json").exists())
 
