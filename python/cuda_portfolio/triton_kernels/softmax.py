@@ -478,9 +478,46 @@ def _arrive_and_wait(arrivals_ptr, expected):
 
 
 @triton.jit
+def _load_held(row_ptr, start, stop, other, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
+    """row_ptr[start:stop] (at most BLOCK_N elements) loaded at once, in fp32: (its whole 16-byte units as a [BLOCK_N]
+    tile, its head and tail elements as _span_edges' [2V] lanes, or a dummy [2V] of `other` without EDGES); the lanes
+    past the span hold `other`."""
+    V: tl.constexpr = 128 // row_ptr.dtype.element_ty.primitive_bitwidth
+    body_start, body_stop = _span_body(start, stop, V, EDGES)
+    col = body_start + tl.arange(0, BLOCK_N)
+    body = tl.load(row_ptr + col, mask=col < body_stop, other=other).to(tl.float32)
+    if EDGES:
+        edge_col, edge_mask = _span_edges(start, stop, V)
+        edges = tl.load(row_ptr + edge_col, mask=edge_mask, other=other).to(tl.float32)
+    else:
+        edges = tl.full([2 * V], other, tl.float32)
+    return body, edges
+
+
+@triton.jit
+def _store_held(row_ptr, start, stop, body, edges, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
+    """Store _load_held's two parts, computed, back to row_ptr[start:stop] in the row's dtype."""
+    V: tl.constexpr = 128 // row_ptr.dtype.element_ty.primitive_bitwidth
+    body_start, body_stop = _span_body(start, stop, V, EDGES)
+    col = body_start + tl.arange(0, BLOCK_N)
+    tl.store(row_ptr + col, body.to(row_ptr.dtype.element_ty), mask=col < body_stop)
+    if EDGES:
+        edge_col, edge_mask = _span_edges(start, stop, V)
+        tl.store(row_ptr + edge_col, edges.to(row_ptr.dtype.element_ty), mask=edge_mask)
+
+
+@triton.jit
+def _held_max_sum(body, edges):
+    """(max, sum(exp(x - max))) of a held chunk's values (padding lanes -inf); the max starts at -FLT_MAX, as
+    _online_max_sum's, so a chunk of only -inf gives (-FLT_MAX, 0)."""
+    m = _max_nan(_max_nan(tl.reduce(body, 0, _max_nan), tl.reduce(edges, 0, _max_nan)), -FLT_MAX)
+    return m, tl.sum(_exp(body - m), axis=0) + tl.sum(_exp(edges - m), axis=0)
+
+
+@triton.jit
 def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, cols, x_row_stride, y_row_stride,
                                  chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr,
-                                 THREADS: tl.constexpr, EDGES: tl.constexpr):
+                                 THREADS: tl.constexpr, EDGES: tl.constexpr, HELD: tl.constexpr):
     job = _take_ticket(counters_ptr)
     while job < jobs:
         row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
@@ -489,7 +526,11 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
         y_row = _row_frame(y_ptr, row * y_row_stride, first, EDGES)
         start += first
         stop += first
-        chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, THREADS, EDGES)
+        if HELD:
+            x, x_edges = _load_held(x_row, start, stop, float("-inf"), BLOCK_N, EDGES)
+            chunk_max, chunk_sum = _held_max_sum(x, x_edges)
+        else:
+            chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, THREADS, EDGES)
         tl.store(max_ptr + job, chunk_max)
         tl.store(sum_ptr + job, chunk_sum)
         _arrive_and_wait(counters_ptr + 2 + row, chunks)
@@ -498,8 +539,12 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
                            cache_modifier=".cg")
         part_sum = tl.load(sum_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg")
         row_max = tl.max(part_max, axis=0)
-        row_sum = tl.sum(part_sum * _exp(part_max - row_max), axis=0)
-        _normalize_span_reversed(x_row, y_row, start, stop, row_max, 1.0 / row_sum, BLOCK_N, EDGES)
+        inv_sum = 1.0 / tl.sum(part_sum * _exp(part_max - row_max), axis=0)
+        if HELD:
+            _store_held(y_row, start, stop, _exp(x - row_max) * inv_sum, _exp(x_edges - row_max) * inv_sum, BLOCK_N,
+                        EDGES)
+        else:
+            _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_N, EDGES)
         job = _take_ticket(counters_ptr)
     _leave(counters_ptr, jobs, chunks)
 
@@ -507,7 +552,8 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
 @triton.jit
 def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, cols, y_row_stride, dy_row_stride,
                                  dx_row_stride, chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
-                                 CHUNKS_P2: tl.constexpr, STREAM_STORES: tl.constexpr, EDGES: tl.constexpr):
+                                 CHUNKS_P2: tl.constexpr, STREAM_STORES: tl.constexpr, EDGES: tl.constexpr,
+                                 HELD: tl.constexpr):
     job = _take_ticket(counters_ptr)
     while job < jobs:
         row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
@@ -517,12 +563,20 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, c
         dx_row = _row_frame(dx_ptr, row * dx_row_stride, first, EDGES)
         start += first
         stop += first
-        tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES, EDGES))
+        if HELD:
+            y, y_edges = _load_held(y_row, start, stop, 0.0, BLOCK_N, EDGES)
+            dy, dy_edges = _load_held(dy_row, start, stop, 0.0, BLOCK_N, EDGES)
+            tl.store(dot_ptr + job, tl.sum(y * dy, axis=0) + tl.sum(y_edges * dy_edges, axis=0))
+        else:
+            tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES, EDGES))
         _arrive_and_wait(counters_ptr + 2 + row, chunks)
         part = tl.arange(0, CHUNKS_P2)
         dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg"),
                      axis=0)
-        _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N, STREAM_STORES, EDGES)
+        if HELD:
+            _store_held(dx_row, start, stop, y * (dy - dot), y_edges * (dy_edges - dot), BLOCK_N, EDGES)
+        else:
+            _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N, STREAM_STORES, EDGES)
         job = _take_ticket(counters_ptr)
     _leave(counters_ptr, jobs, chunks)
 
@@ -541,6 +595,7 @@ class LaunchConfig(NamedTuple):
     stream_stores: bool = False  # backward: evict-first (.cs) output stores (_grad_span_reversed)
     prefetch: bool = False  # block_per_row forward: persistent, one program per SM, next row loaded ahead
     load_hint: str = ""  # block_per_row forward: the x loads' L2 eviction policy ("" none, or "evict_first")
+    held: bool = False  # split_row: a chunk is one tile, held in registers through the exchange (split_row_config)
 
 
 def _register_share(num_warps: int, per_sm: int) -> int | None:
@@ -601,6 +656,32 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     stages = max(2, min(MAX_STAGES, 1 + STREAM_BYTES_AHEAD // (block_n * dtype.itemsize * operands)))
     per_sm = SPLIT_ROW_BWD_PROGRAMS_PER_SM if plan == "split_row" else STREAM_PROGRAMS_PER_SM
     return LaunchConfig(block_n, num_warps, 1, stages, per_sm, _register_share(num_warps, per_sm), stream_stores=True)
+
+
+# split_row's held form: a chunk is one tile, loaded at once and kept in registers through the row exchange, so pass 2
+# reads nothing and each program has its whole chunk (64 KiB) in flight where the streamed form has one tile. 32 fp32
+# values per thread (the backward holds y and dy, 16 each), two programs per SM at 64 registers (the register file's
+# share). fp32 only: 16-bit chunks of the same tile are half the bytes in flight, and measured slower everywhere.
+SPLIT_ROW_HELD = {"fwd": LaunchConfig(16384, 16, 1, per_sm=2, maxnreg=64, held=True),
+                  "bwd": LaunchConfig(8192, 16, 1, per_sm=2, maxnreg=64, held=True)}
+# Rows whose chunks all fit the grid this many times over, at least, take the held form. A held program idles while it
+# waits at its row's exchange, and a row's chunks are loaded by programs that took consecutive tickets; with few rows
+# in flight every program waits at once, and the loads and stores of the whole GPU run in lockstep phases. Measured
+# (session 27, fp32, against the streamed form): 8-33 rows in flight +5-17% (except the 2048x50257 forward, -2%),
+# 2-4 rows -6-8%, one row -13%.
+HELD_ROWS_IN_FLIGHT = 8
+
+
+def split_row_config(streamed: LaunchConfig, cols: int, dtype: torch.dtype, direction: str, whole_units: bool,
+                     device: torch.device) -> LaunchConfig:
+    """split_row's held form (SPLIT_ROW_HELD) for fp32 rows moved in whole 16-byte units (_alignment) that are one
+    chunk, or whose chunks fit the grid's programs HELD_ROWS_IN_FLIGHT times (the exchange also needs every chunk of
+    a row resident at once); else `streamed`. Rows that move element by element keep the streamed form: held, each
+    element's 64-bit address takes registers, and ptxas spills 300+ bytes at the 64-register cap."""
+    held = SPLIT_ROW_HELD[direction]
+    chunks = triton.cdiv(cols, held.block_n)
+    fits = chunks == 1 or chunks * HELD_ROWS_IN_FLIGHT <= _sm_count(device) * held.per_sm
+    return held if dtype == torch.float32 and whole_units and fits else streamed
 
 
 @functools.lru_cache(maxsize=None)
@@ -681,11 +762,16 @@ def _counters(rows: int, device: torch.device) -> torch.Tensor:
 
 def _split_geometry(rows: int, cols: int, bytes_per_col: int, config: LaunchConfig,
                     device: torch.device) -> tuple[int, int, int]:
-    """(chunks per row, columns per chunk, programs) for split_row: every resident program holds one chunk, and
-    chunks are sized so all of them together fit the L2 budget (pass 2 re-reads its chunk from L2); at least
-    cdiv(cols, programs) columns, so a row never has more chunks than there are programs (the exchange waits
-    for all of them); a whole number of tiles."""
+    """(chunks per row, columns per chunk, programs) for split_row. Held: the fewest chunks of at most a tile, of
+    equal length in whole 16-element units (so a chunk's inner bounds fall on 16-byte boundaries in every dtype).
+    Streamed: every resident program holds one chunk, and chunks are sized so all of them together fit the L2 budget
+    (pass 2 re-reads its chunk from L2); at least cdiv(cols, programs) columns, so a row never has more chunks than
+    there are programs (the exchange waits for all of them); a whole number of tiles."""
     programs = _sm_count(device) * config.per_sm
+    if config.held:
+        chunk_cols = triton.cdiv(triton.cdiv(cols, triton.cdiv(cols, config.block_n)), 16) * 16
+        chunks = triton.cdiv(cols, chunk_cols)
+        return chunks, chunk_cols, max(1, min(programs, rows * chunks))
     chunk_cols = max(L2_BUDGET_BYTES // (programs * bytes_per_col), triton.cdiv(cols, programs))
     if device.type != "cuda":
         chunk_cols = cols  # the interpreter runs programs one after another: no waits across them
@@ -747,8 +833,11 @@ def kernel_config(t: torch.Tensor, plan: str, direction: str, aligned: bool) -> 
     tuned = config is not None
     if config is None:
         config = launch_config(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
+        if plan == "split_row":
+            config = split_row_config(config, t.shape[1], t.dtype, direction, aligned, t.device)
     hint = f", {config.load_hint} loads" if config.load_hint else ""
-    return f"{config.num_warps} warps, {config.block_n}-column tiles{hint}, {'tuned' if tuned else 'table'}"
+    held = ", chunks held" if config.held else ""
+    return f"{config.num_warps} warps, {config.block_n}-column tiles{hint}{held}, {'tuned' if tuned else 'table'}"
 
 
 def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
@@ -779,6 +868,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
                                               THREADS=32 * config.num_warps, EDGES=edges,
                                               num_warps=config.num_warps, maxnreg=config.maxnreg)
     else:
+        config = split_row_config(config, cols, x2d.dtype, "fwd", edges or rows_aligned((x2d, y2d), cols), x2d.device)
         chunks, chunk_cols, programs = _split_geometry(rows, cols, x2d.element_size(), config, x2d.device)
         counters = _counters(rows, x2d.device)  # zero; the kernel leaves it zero (split_row comment above _take_ticket)
         part_max = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
@@ -786,7 +876,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
         softmax_fwd_split_row_kernel[(programs,)](
             x2d, y2d, part_max, part_sum, counters, cols, x_stride, y_stride, chunks, chunk_cols, rows * chunks,
             BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), THREADS=32 * config.num_warps,
-            EDGES=edges, num_warps=config.num_warps, maxnreg=config.maxnreg)
+            EDGES=edges, HELD=config.held, num_warps=config.num_warps, maxnreg=config.maxnreg)
 
 
 def rows_aligned(tensors, cols: int) -> bool:
@@ -846,13 +936,14 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
                                               EDGES=edges,
                                               num_warps=config.num_warps, maxnreg=config.maxnreg)
     else:
+        config = split_row_config(config, cols, y2d.dtype, "bwd", edges or rows_aligned((y2d, dy2d, dx2d), cols), y2d.device)
         chunks, chunk_cols, programs = _split_geometry(rows, cols, 2 * y2d.element_size(), config, y2d.device)
         counters = _counters(rows, y2d.device)  # as the forward's
         part_dot = torch.empty(rows * chunks, dtype=torch.float32, device=y2d.device)
         softmax_bwd_split_row_kernel[(programs,)](
             y2d, dy2d, dx2d, part_dot, counters, cols, *strides, chunks, chunk_cols, rows * chunks,
             BLOCK_N=config.block_n, STAGES=config.stages, CHUNKS_P2=triton.next_power_of_2(chunks),
-            STREAM_STORES=config.stream_stores, EDGES=edges,
+            STREAM_STORES=config.stream_stores, EDGES=edges, HELD=config.held,
             num_warps=config.num_warps, maxnreg=config.maxnreg)
 
 
@@ -904,12 +995,22 @@ def aot_specs(dtype: torch.dtype):
             ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
              {"BLOCK_N": stream.block_n, "THREADS": 32 * stream.num_warps, "EDGES": edges}, stream, specializations),
             ("softmax_fwd_split_row_kernel", softmax_fwd_split_row_kernel, split_fwd,
-             {"BLOCK_N": split.block_n, "CHUNKS_P2": 256, "THREADS": 32 * split.num_warps, "EDGES": edges}, split,
-             specializations),
+             {"BLOCK_N": split.block_n, "CHUNKS_P2": 256, "THREADS": 32 * split.num_warps, "EDGES": edges,
+              "HELD": False}, split, specializations),
         ]
+    # split_row's held form (fp32), in the specializations it launches in (split_row_config): 16-byte rows, and EDGES.
+    for direction, fn, sig in (("fwd", softmax_fwd_split_row_kernel, split_fwd),
+                               ("bwd", softmax_bwd_split_row_kernel, split_bwd)):
+        held = SPLIT_ROW_HELD[direction]
+        for edges, specializations in ((False, aligned_only), (True, unaligned_only)) if dtype == torch.float32 else ():
+            consts = {"BLOCK_N": held.block_n, "CHUNKS_P2": 256, "EDGES": edges, "HELD": True}
+            consts.update({"THREADS": 32 * held.num_warps} if direction == "fwd"
+                          else {"STAGES": held.stages, "STREAM_STORES": held.stream_stores})
+            entries.append((fn.__name__, fn, sig, consts, held, specializations))
     for name, fn, sig, plan, extra in (
         ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd, "block_online", {}),
-        ("softmax_bwd_split_row_kernel", softmax_bwd_split_row_kernel, split_bwd, "split_row", {"CHUNKS_P2": 256}),
+        ("softmax_bwd_split_row_kernel", softmax_bwd_split_row_kernel, split_bwd, "split_row",
+         {"CHUNKS_P2": 256, "HELD": False}),
     ):
         for aligned, edges, specializations in ((True, False, aligned_only), (False, False, unaligned_only),
                                                 (True, True, unaligned_only)):
