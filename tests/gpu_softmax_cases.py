@@ -106,6 +106,43 @@ class SoftmaxGpuTest(GpuTestCase):
                 torch.cuda.synchronize()
                 self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[torch.float32], "graph replay")
 
+    def test_triton_split_row_held_and_streamed(self):
+        """split_row's two forms, each forced where the rule (split_row_config, by rows in flight) may pick the other:
+        held chunks (a tile kept in registers through the row exchange; 16-bit rows as words of two elements, reduced
+        and widened by inline PTX) and streamed ones. Rows of many chunks, rows off 16-byte boundaries (EDGES: head and
+        tail elements beside the units), a row of chunks shorter than their tile (50257 columns), and special values in
+        a row's last chunk: NaN, +inf and all -inf give NaN rows as torch, -inf elements 0. The benchmark's text names
+        the form."""
+        module = _backend_module("triton")
+        inf = float("inf")
+
+        def forced(form):
+            def pick(streamed, cols, dtype, direction, whole_units, device):
+                return module.held_config(cols, dtype, direction) if form == "held" and whole_units else streamed
+            return mock.patch.object(module, "split_row_config", pick)
+
+        for form in ("held", "streamed"):
+            for dtype in DTYPES:
+                with forced(form):
+                    for rows, cols in ((5, 1 << 20), (37, 131069), (3, 50257)):
+                        with self.subTest(form=form, dtype=dtype, rows=rows, cols=cols):
+                            self.check_direct(module, "split_row", rows, cols, dtype)
+                            x = torch.empty(rows, cols, device="cuda", dtype=dtype)
+                            for direction in ("fwd", "bwd"):
+                                text = module.kernel_config(x, "split_row", direction, True)
+                                self.assertEqual("chunks held" in text, form == "held", text)
+                    x = torch.randn(5, 1 << 20, device="cuda") * 3
+                    x[0, -5] = float("nan")
+                    x[1] = -inf
+                    x[2, -1] = inf
+                    x[3, ::3] = -inf
+                    x = x.to(dtype)
+                    y = poisoned_like(x)
+                    module.forward(x, y, "split_row")
+                    torch.cuda.synchronize()
+                with self.subTest(form=form, dtype=dtype, values="special"):
+                    self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[dtype], "special values")
+
     def runnable(self, backend, rows, cols, dtype):
         module = _backend_module(backend)
         for plan in module.plans():

@@ -19,6 +19,16 @@ TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2}
 CPU = torch.device("cpu")
 
 
+def split_row_forced(form: str):
+    """A patch that makes split_row launch `form` ("held" or "streamed") wherever it can (the held form needs rows
+    moved in whole 16-byte units, and off the GPU rows of one chunk)."""
+    def pick(streamed, cols, dtype, direction, whole_units, device):
+        held = triton_softmax.held_config(cols, dtype, direction)
+        one_chunk = cols <= held.block_n
+        return held if form == "held" and whole_units and (one_chunk or device.type == "cuda") else streamed
+    return mock.patch.object(triton_softmax, "split_row_config", pick)
+
+
 def relative_error(out: torch.Tensor, ref: torch.Tensor, scale: float | None = None) -> float:
     """||out - ref|| / scale (default ||ref||) in float64."""
     diff, norm = (out.double() - ref).norm(), ref.norm() if scale is None else scale
@@ -197,6 +207,52 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
             3, 5000, 4, triton_softmax.launch_config("split_row", torch.float32, 8192), CPU)
         self.assertEqual(chunks, 1)
 
+    def test_split_row_held_form_by_rows_in_flight(self):
+        """split_row holds its chunks in registers (one tile each) when enough rows are in flight (resident programs
+        / chunks per row >= HELD_ROWS_IN_FLIGHT: 16 forward, 4 backward), for rows moved in whole 16-byte units;
+        off the GPU only rows of one chunk. Held chunks are the fewest that fit a tile, of equal length in whole
+        16-element units, and cover the row."""
+        gpu = torch.device("cuda", 0)
+        cases = (  # dtype, direction, rows, cols, held on 132 SMs (two programs each)
+            (torch.float32, "fwd", 1024, 131072, True),     # 8 chunks: 33 rows in flight
+            (torch.float32, "fwd", 256, 262144, True),      # 16.5
+            (torch.float32, "fwd", 32, 1 << 20, False),     # 4.1
+            (torch.float32, "bwd", 256, 262144, True),      # 8192-column tiles: 32 chunks, 8.25
+            (torch.float32, "bwd", 32, 1 << 20, False),     # 2.06
+            (torch.float32, "bwd", 4, 1 << 22, False),      # 512 chunks: more than the grid's programs
+            (torch.bfloat16, "fwd", 1024, 131072, True),    # 32768-column tiles: 4 chunks, 66
+            (torch.bfloat16, "fwd", 32, 1 << 20, False),    # 8.25
+            (torch.bfloat16, "bwd", 32, 1 << 20, True),     # 4.1
+            (torch.float16, "bwd", 4, 1 << 22, False),      # 1.03
+            (torch.float32, "fwd", 2048, 50257, True),      # 4 chunks of 12576
+        )
+        with mock.patch.object(triton_softmax, "_sm_count", lambda device: 132):
+            for dtype, direction, rows, cols, held in cases:
+                streamed = triton_softmax.launch_config("split_row", dtype, triton.next_power_of_2(cols), direction)
+                with self.subTest(dtype=dtype, direction=direction, rows=rows, cols=cols):
+                    config = triton_softmax.split_row_config(streamed, cols, dtype, direction, True, gpu)
+                    self.assertEqual(config.held, held)
+                    self.assertIs(triton_softmax.split_row_config(streamed, cols, dtype, direction, False, gpu),
+                                  streamed)  # rows moved element by element
+                    if not held:
+                        continue
+                    chunks, chunk_cols, programs = triton_softmax._split_geometry(rows, cols, dtype.itemsize, config,
+                                                                                  gpu)
+                    self.assertEqual(chunks, -(-cols // config.block_n))
+                    self.assertEqual(chunk_cols % 16, 0)
+                    self.assertLessEqual(chunk_cols, config.block_n)
+                    self.assertTrue((chunks - 1) * chunk_cols < cols <= chunks * chunk_cols)
+                    self.assertEqual(programs, min(132 * config.per_sm, rows * chunks))
+        streamed = triton_softmax.launch_config("split_row", torch.float32, 32768)
+        self.assertTrue(triton_softmax.split_row_config(streamed, 16384, torch.float32, "fwd", True, CPU).held)
+        self.assertFalse(triton_softmax.split_row_config(streamed, 16385, torch.float32, "fwd", True, CPU).held)
+        # a row of one chunk shorter than the tile: the smallest power-of-two tile that holds it, warps in proportion
+        for dtype, direction, cols, block_n, warps in ((torch.float32, "fwd", 5000, 8192, 8),
+                                                       (torch.bfloat16, "fwd", 33, 64, 4),
+                                                       (torch.float16, "bwd", 16383, 16384, 16)):
+            config = triton_softmax.held_config(cols, dtype, direction)
+            self.assertEqual((config.block_n, config.num_warps), (block_n, warps))
+
     def test_block_per_row_prefetching_persistent_form(self):
         # 16-bit rows of 17000 columns take the prefetching form (next_pow2 = 32768); 7 rows over the
         # interpreter's 3 programs: each program walks 2-3 rows and its last prefetch is masked off.
@@ -226,7 +282,8 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
     def test_streaming_plans_move_whole_units_of_rows_that_share_a_phase(self):
         """Rows outside Triton's 16-byte specialization whose operands start each row at the same offset from a
         16-byte boundary run with EDGES (whole units, then head and tail elements): every row length and phase, row
-        strides that differ by whole units, nothing written outside the rows. Rows out of phase run without it."""
+        strides that differ by whole units, nothing written outside the rows (split_row in both its forms). Rows out
+        of phase run without it."""
         for dtype in DTYPES:
             unit = 16 // dtype.itemsize
             for cols in (1, 3, unit - 1, unit + 1, 2 * unit + 3, 1025):
@@ -239,8 +296,10 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                     y_store = torch.full((5, cols + 2 * unit), float("nan"), dtype=dtype)
                     y = y_store[:, :cols]
                     self.assertTrue(triton_softmax._alignment("split_row", (x, y), cols)[1])
-                    for plan in triton_softmax.STREAMING_PLANS:
-                        triton_softmax.forward(x, y, plan)
+                    for plan, form in (("block_online", "streamed"), ("split_row", "held"), ("split_row", "streamed")):
+                        with split_row_forced(form):  # no-op for block_online
+                            y_store.fill_(float("nan"))
+                            triton_softmax.forward(x, y, plan)
                         self.assertLessEqual(relative_error(y, torch.softmax(x.double(), -1)), TOLERANCE[dtype])
                         self.assertTrue(y_store[:, cols:].isnan().all(), "wrote outside the output rows")
                     out_of_phase = torch.randn(5, cols + 1).to(dtype)[:, :cols]
@@ -412,7 +471,7 @@ class SoftmaxApiTest(unittest.TestCase):
         full tiles and one masked tail tile) over rows of two or more tiles, a span of whole tiles and one with a
         tail, fp32 (4096-column tiles) and bf16 (8192): a thread's max rising from one tile to the next (the old sum
         is rescaled), falling or level, a tile of only -inf followed by finite values, NaN or +inf only in the last
-        tile (the tail where there is one)."""
+        tile (the tail where there is one). split_row in its streamed form (its held form has one tile)."""
         inf = float("inf")
         for dtype, cols in ((torch.float32, 4500), (torch.float32, 8192), (torch.bfloat16, 9000),
                             (torch.bfloat16, 16384)):
@@ -432,7 +491,7 @@ class SoftmaxApiTest(unittest.TestCase):
                 x = x.to(dtype)
                 ref = torch.softmax(x.double(), -1)
                 finite = ~ref.isnan()
-                with self.subTest(plan=plan, dtype=dtype, cols=cols, tail=cols % tile):
+                with self.subTest(plan=plan, dtype=dtype, cols=cols, tail=cols % tile), split_row_forced("streamed"):
                     y = cp.softmax(x, backend="triton", plan=plan).double()
                     self.assertTrue(torch.equal(y.isnan(), ref.isnan()), f"NaN pattern: {y.isnan().sum(-1)}")
                     if dtype == torch.float32:

@@ -77,7 +77,8 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16):
                                text=True)
             os.remove(f.name)
             spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stdout + r.stderr)
-            out.append({"name": spec.name, "dtype": str(dtype), "aligned": aligned,
+            out.append({"name": spec.name, "held": spec.constexprs.get("HELD", False), "dtype": str(dtype),
+                        "aligned": aligned,
                         "spill": [int(spill.group(1)), int(spill.group(2))] if spill else None})
 json.dump(out, sys.stdout)
 """
@@ -87,6 +88,10 @@ json.dump(out, sys.stdout)
 # registers, no longer spills (its 16-bit unaligned specialization spilled 4 bytes before the
 # one-exponential update and the ftz exponential).
 KNOWN_TRITON_SOFTMAX_SPILLS = {"softmax_fwd_block_per_row_kernel", "softmax_bwd_block_per_row_kernel"}
+# split_row's held forward keeps a 64 KiB chunk in 32 registers per thread under its 64-register cap: ptxas spills
+# 8-24 bytes (fp32, 16-bit; with and without EDGES), stored before the row exchange and loaded after it, a few
+# accesses per 64 KiB job (docs/perf-log.md, session 27). More than this bound would be a new spill.
+HELD_SPLIT_ROW_FORWARD_SPILL_BYTES = 24
 
 
 class TritonSoftmaxSpillTest(unittest.TestCase):
@@ -106,5 +111,7 @@ class TritonSoftmaxSpillTest(unittest.TestCase):
         for item in results:
             with self.subTest(**item):
                 self.assertIsNotNone(item["spill"], "no ptxas -v line")
-                if item["name"] not in KNOWN_TRITON_SOFTMAX_SPILLS:
+                if item["name"] == "softmax_fwd_split_row_kernel" and item["held"]:
+                    self.assertLessEqual(max(item["spill"]), HELD_SPLIT_ROW_FORWARD_SPILL_BYTES)
+                elif item["name"] not in KNOWN_TRITON_SOFTMAX_SPILLS:
                     self.assertEqual(item["spill"], [0, 0])

@@ -24,9 +24,12 @@ memory, which Triton cannot express):
   split_row      any cols (auto: every other row past 32768 columns): each row is cut into
                  chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
                  its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
-                 row's other chunks, combines the partials and normalizes its chunk at once,
-                 re-reading it from L2 (all chunks in flight fit the L2 budget). Bound: bytes, as
-                 block_online, plus one exchange per row. The ticket and arrival counters reset
+                 row's other chunks, combines the partials and normalizes its chunk at once. Two
+                 forms (split_row_config): held, a chunk is one tile (64 KiB) loaded at once and kept
+                 in registers through the exchange (16-bit rows as words of two elements), taken
+                 when many rows are in flight; streamed, a chunk is many tiles, re-read from L2
+                 (all chunks in flight fit the L2 budget). Bound: bytes, 1 read + 1 write (streamed:
+                 as block_online), plus one exchange per row. The ticket and arrival counters reset
                  themselves (the last program out zeroes them), so each stream's counters buffer is
                  zeroed once when made, not per call (_counters). The interpreter runs programs one
                  after another, so a wait for another program would never end there: off the GPU every
@@ -478,14 +481,22 @@ def _arrive_and_wait(arrivals_ptr, expected):
 
 
 @triton.jit
-def _load_held(row_ptr, start, stop, other, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
-    """row_ptr[start:stop] (at most BLOCK_N elements) loaded at once, in fp32: (its whole 16-byte units as a [BLOCK_N]
-    tile, its head and tail elements as _span_edges' [2V] lanes, or a dummy [2V] of `other` without EDGES); the lanes
-    past the span hold `other`."""
-    V: tl.constexpr = 128 // row_ptr.dtype.element_ty.primitive_bitwidth
+def _load_held(row_ptr, start, stop, other: tl.constexpr, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
+    """row_ptr[start:stop] (at most BLOCK_N elements) loaded at once: (its whole 16-byte units, its head and tail
+    elements as _span_edges' [2V] lanes in fp32, or [2V] of `other` without EDGES); lanes past the span hold `other`
+    (-inf or 0). fp32 rows give the units as a [BLOCK_N] tile; 16-bit rows as [BLOCK_N // 2] int32 words of two
+    elements each, so the chunk held through the exchange takes a register per two elements (_pair_values)."""
+    dtype: tl.constexpr = row_ptr.dtype.element_ty
+    V: tl.constexpr = 128 // dtype.primitive_bitwidth
     body_start, body_stop = _span_body(start, stop, V, EDGES)
-    col = body_start + tl.arange(0, BLOCK_N)
-    body = tl.load(row_ptr + col, mask=col < body_stop, other=other).to(tl.float32)
+    if dtype.primitive_bitwidth == 16:
+        # the word of two `other`s: 0, or -inf in both halves (bf16 0xff80, fp16 0xfc00)
+        word_other: tl.constexpr = 0 if other == 0.0 else (-8323200 if dtype == tl.bfloat16 else -67044352)
+        word = tl.multiple_of(body_start // 2, V // 2) + tl.arange(0, BLOCK_N // 2)
+        body = tl.load(row_ptr.to(tl.pointer_type(tl.int32)) + word, mask=word < body_stop // 2, other=word_other)
+    else:
+        col = body_start + tl.arange(0, BLOCK_N)
+        body = tl.load(row_ptr + col, mask=col < body_stop, other=other)
     if EDGES:
         edge_col, edge_mask = _span_edges(start, stop, V)
         edges = tl.load(row_ptr + edge_col, mask=edge_mask, other=other).to(tl.float32)
@@ -495,23 +506,130 @@ def _load_held(row_ptr, start, stop, other, BLOCK_N: tl.constexpr, EDGES: tl.con
 
 
 @triton.jit
-def _store_held(row_ptr, start, stop, body, edges, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
-    """Store _load_held's two parts, computed, back to row_ptr[start:stop] in the row's dtype."""
-    V: tl.constexpr = 128 // row_ptr.dtype.element_ty.primitive_bitwidth
-    body_start, body_stop = _span_body(start, stop, V, EDGES)
-    col = body_start + tl.arange(0, BLOCK_N)
-    tl.store(row_ptr + col, body.to(row_ptr.dtype.element_ty), mask=col < body_stop)
-    if EDGES:
-        edge_col, edge_mask = _span_edges(start, stop, V)
-        tl.store(row_ptr + edge_col, edges.to(row_ptr.dtype.element_ty), mask=edge_mask)
+def _pair_values(words, dtype: tl.constexpr):
+    """(low, high) elements of 32-bit words of two 16-bit `dtype` elements, in fp32. Compiled, as inline PTX that is
+    not pure: the compiler may not merge a second use's conversion with the first's and keep the fp32 values (twice
+    the registers) live across the row exchange instead of the words."""
+    if FAST_EXP2 and dtype == tl.bfloat16:
+        return tl.inline_asm_elementwise("shl.b32 $0, $2, 16;\n\tand.b32 $1, $2, 0xffff0000;", "=f,=f,r", [words],
+                                         dtype=(tl.float32, tl.float32), is_pure=False, pack=1)
+    elif FAST_EXP2:
+        return tl.inline_asm_elementwise(
+            "{\n\t.reg .b16 lo, hi;\n\tmov.b32 {lo, hi}, $2;\n\tcvt.f32.f16 $0, lo;\n\tcvt.f32.f16 $1, hi;\n\t}",
+            "=f,=f,r", [words], dtype=(tl.float32, tl.float32), is_pure=False, pack=1)
+    else:
+        low = (words & 0xFFFF).to(tl.uint16).to(dtype, bitcast=True).to(tl.float32)
+        high = ((words >> 16) & 0xFFFF).to(tl.uint16).to(dtype, bitcast=True).to(tl.float32)
+        return low, high
 
 
 @triton.jit
-def _held_max_sum(body, edges):
-    """(max, sum(exp(x - max))) of a held chunk's values (padding lanes -inf); the max starts at -FLT_MAX, as
+def _pack_pairs(low, high, dtype: tl.constexpr):
+    """int32 words of `dtype` pairs (low, high) rounded from fp32: _pair_values' inverse. Compiled, one
+    cvt.rn.bf16x2.f32 / f16x2 per word (what ptxas makes of the element-wise form below is two conversions and a
+    byte permute)."""
+    if FAST_EXP2:
+        cvt: tl.constexpr = "cvt.rn.bf16x2.f32" if dtype == tl.bfloat16 else "cvt.rn.f16x2.f32"
+        return tl.inline_asm_elementwise(cvt + " $0, $2, $1;", "=r,f,f", [low, high], dtype=tl.int32, is_pure=True,
+                                         pack=1)
+    low_bits = low.to(dtype).to(tl.uint16, bitcast=True).to(tl.uint32)
+    high_bits = high.to(dtype).to(tl.uint16, bitcast=True).to(tl.uint32)
+    return (low_bits | (high_bits << 16)).to(tl.int32, bitcast=True)
+
+
+@triton.jit
+def _store_held(row_ptr, start, stop, body, edges, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
+    """Store a held chunk's results back to row_ptr[start:stop]: body as _load_held gives it (fp32, or int32 words
+    of 16-bit pairs), edges in fp32."""
+    dtype: tl.constexpr = row_ptr.dtype.element_ty
+    V: tl.constexpr = 128 // dtype.primitive_bitwidth
+    body_start, body_stop = _span_body(start, stop, V, EDGES)
+    if dtype.primitive_bitwidth == 16:
+        word = tl.multiple_of(body_start // 2, V // 2) + tl.arange(0, BLOCK_N // 2)
+        tl.store(row_ptr.to(tl.pointer_type(tl.int32)) + word, body, mask=word < body_stop // 2)
+    else:
+        col = body_start + tl.arange(0, BLOCK_N)
+        tl.store(row_ptr + col, body, mask=col < body_stop)
+    if EDGES:
+        edge_col, edge_mask = _span_edges(start, stop, V)
+        tl.store(row_ptr + edge_col, edges.to(dtype), mask=edge_mask)
+
+
+@triton.jit
+def _max_bf16_pairs(a, b):
+    return tl.inline_asm_elementwise("max.NaN.bf16x2 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.int32, is_pure=True,
+                                     pack=1)
+
+
+@triton.jit
+def _max_f16_pairs(a, b):
+    return tl.inline_asm_elementwise("max.NaN.f16x2 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.int32, is_pure=True,
+                                     pack=1)
+
+
+@triton.jit
+def _max_of_pairs(words, dtype: tl.constexpr):
+    """max (NaN-propagating) of 32-bit words of two 16-bit `dtype` elements, in fp32. Compiled, the words are
+    reduced as packed pairs (one max.NaN.bf16x2 / f16x2 per two elements) and only the last word is widened, so
+    no fp32 copy of the chunk is live beside the words."""
+    if FAST_EXP2:
+        low, high = _pair_values(tl.reduce(words, 0, _max_bf16_pairs if dtype == tl.bfloat16 else _max_f16_pairs),
+                                 dtype)
+        return _max_nan(low, high)
+    else:
+        low, high = _pair_values(words, dtype)
+        return _max_nan(tl.reduce(low, 0, _max_nan), tl.reduce(high, 0, _max_nan))
+
+
+@triton.jit
+def _held_max_sum(held, edges, dtype: tl.constexpr):
+    """(max, sum(exp(x - max))) of a held chunk (_load_held; padding lanes -inf); the max starts at -FLT_MAX, as
     _online_max_sum's, so a chunk of only -inf gives (-FLT_MAX, 0)."""
-    m = _max_nan(_max_nan(tl.reduce(body, 0, _max_nan), tl.reduce(edges, 0, _max_nan)), -FLT_MAX)
-    return m, tl.sum(_exp(body - m), axis=0) + tl.sum(_exp(edges - m), axis=0)
+    m_edges = tl.reduce(edges, 0, _max_nan)
+    if dtype.primitive_bitwidth == 16:
+        m = _max_nan(_max_nan(_max_of_pairs(held, dtype), m_edges), -FLT_MAX)
+        low, high = _pair_values(held, dtype)
+        s = tl.sum(_exp(low - m), axis=0) + tl.sum(_exp(high - m), axis=0)
+    else:
+        m = _max_nan(_max_nan(tl.reduce(held, 0, _max_nan), m_edges), -FLT_MAX)
+        s = tl.sum(_exp(held - m), axis=0)
+    return m, s + tl.sum(_exp(edges - m), axis=0)
+
+
+@triton.jit
+def _normalize_held(row_ptr, start, stop, held, edges, row_max, inv_sum, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
+    """row_ptr[start:stop] = exp(x - row_max) * inv_sum of a held chunk x (_load_held)."""
+    dtype: tl.constexpr = row_ptr.dtype.element_ty
+    if dtype.primitive_bitwidth == 16:
+        low, high = _pair_values(held, dtype)
+        body = _pack_pairs(_exp(low - row_max) * inv_sum, _exp(high - row_max) * inv_sum, dtype)
+    else:
+        body = _exp(held - row_max) * inv_sum
+    _store_held(row_ptr, start, stop, body, _exp(edges - row_max) * inv_sum, BLOCK_N, EDGES)
+
+
+@triton.jit
+def _held_dot(y, dy, dtype: tl.constexpr):
+    """sum(y * dy) over held chunks (_load_held; padding lanes 0), without their edges."""
+    if dtype.primitive_bitwidth == 16:
+        y_low, y_high = _pair_values(y, dtype)
+        dy_low, dy_high = _pair_values(dy, dtype)
+        return tl.sum(y_low * dy_low, axis=0) + tl.sum(y_high * dy_high, axis=0)
+    else:
+        return tl.sum(y * dy, axis=0)
+
+
+@triton.jit
+def _grad_held(dx_row, start, stop, y, dy, y_edges, dy_edges, dot, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
+    """dx_row[start:stop] = y * (dy - dot) of held chunks y, dy (_load_held)."""
+    dtype: tl.constexpr = dx_row.dtype.element_ty
+    if dtype.primitive_bitwidth == 16:
+        y_low, y_high = _pair_values(y, dtype)
+        dy_low, dy_high = _pair_values(dy, dtype)
+        body = _pack_pairs(y_low * (dy_low - dot), y_high * (dy_high - dot), dtype)
+    else:
+        body = y * (dy - dot)
+    _store_held(dx_row, start, stop, body, y_edges * (dy_edges - dot), BLOCK_N, EDGES)
 
 
 @triton.jit
@@ -528,7 +646,7 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
         stop += first
         if HELD:
             x, x_edges = _load_held(x_row, start, stop, float("-inf"), BLOCK_N, EDGES)
-            chunk_max, chunk_sum = _held_max_sum(x, x_edges)
+            chunk_max, chunk_sum = _held_max_sum(x, x_edges, x_ptr.dtype.element_ty)
         else:
             chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, THREADS, EDGES)
         tl.store(max_ptr + job, chunk_max)
@@ -541,8 +659,7 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
         row_max = tl.max(part_max, axis=0)
         inv_sum = 1.0 / tl.sum(part_sum * _exp(part_max - row_max), axis=0)
         if HELD:
-            _store_held(y_row, start, stop, _exp(x - row_max) * inv_sum, _exp(x_edges - row_max) * inv_sum, BLOCK_N,
-                        EDGES)
+            _normalize_held(y_row, start, stop, x, x_edges, row_max, inv_sum, BLOCK_N, EDGES)
         else:
             _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_N, EDGES)
         job = _take_ticket(counters_ptr)
@@ -566,7 +683,7 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, c
         if HELD:
             y, y_edges = _load_held(y_row, start, stop, 0.0, BLOCK_N, EDGES)
             dy, dy_edges = _load_held(dy_row, start, stop, 0.0, BLOCK_N, EDGES)
-            tl.store(dot_ptr + job, tl.sum(y * dy, axis=0) + tl.sum(y_edges * dy_edges, axis=0))
+            tl.store(dot_ptr + job, _held_dot(y, dy, y_ptr.dtype.element_ty) + tl.sum(y_edges * dy_edges, axis=0))
         else:
             tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES, EDGES))
         _arrive_and_wait(counters_ptr + 2 + row, chunks)
@@ -574,7 +691,7 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, c
         dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg"),
                      axis=0)
         if HELD:
-            _store_held(dx_row, start, stop, y * (dy - dot), y_edges * (dy_edges - dot), BLOCK_N, EDGES)
+            _grad_held(dx_row, start, stop, y, dy, y_edges, dy_edges, dot, BLOCK_N, EDGES)
         else:
             _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N, STREAM_STORES, EDGES)
         job = _take_ticket(counters_ptr)
@@ -659,29 +776,45 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
 
 
 # split_row's held form: a chunk is one tile, loaded at once and kept in registers through the row exchange, so pass 2
-# reads nothing and each program has its whole chunk (64 KiB) in flight where the streamed form has one tile. 32 fp32
-# values per thread (the backward holds y and dy, 16 each), two programs per SM at 64 registers (the register file's
-# share). fp32 only: 16-bit chunks of the same tile are half the bytes in flight, and measured slower everywhere.
-SPLIT_ROW_HELD = {"fwd": LaunchConfig(16384, 16, 1, per_sm=2, maxnreg=64, held=True),
-                  "bwd": LaunchConfig(8192, 16, 1, per_sm=2, maxnreg=64, held=True)}
-# Rows whose chunks all fit the grid this many times over, at least, take the held form. A held program idles while it
+# reads nothing and each program has its whole chunk (64 KiB) in flight where the streamed form has one tile. 32 words
+# per thread: fp32 values, or for 16-bit rows int32 words of two elements (_load_held, _pair_values); the backward
+# holds y and dy, 16 words each. Two programs per SM at 64 registers (the register file's share).
+SPLIT_ROW_HELD = {4: {"fwd": LaunchConfig(16384, 16, 1, per_sm=2, maxnreg=64, held=True),
+                      "bwd": LaunchConfig(8192, 16, 1, per_sm=2, maxnreg=64, held=True)},
+                  2: {"fwd": LaunchConfig(32768, 16, 1, per_sm=2, maxnreg=64, held=True),
+                      "bwd": LaunchConfig(16384, 16, 1, per_sm=2, maxnreg=64, held=True)}}
+# Rows in flight (resident programs / chunks per row) from which the held form is taken. A held program idles while it
 # waits at its row's exchange, and a row's chunks are loaded by programs that took consecutive tickets; with few rows
 # in flight every program waits at once, and the loads and stores of the whole GPU run in lockstep phases. Measured
-# (session 27, fp32, against the streamed form): 8-33 rows in flight +5-17% (except the 2048x50257 forward, -2%),
-# 2-4 rows -6-8%, one row -13%.
-HELD_ROWS_IN_FLIGHT = 8
+# on the H200 (session 27, docs/perf-log.md), held against streamed:
+#   backward: fp32 8-38 rows +12-17%, 2 rows -6%; 16-bit 4-66 rows +7-13%, 1 row flat;
+#   forward:  fp32 16-33 rows +5-6%, 66 rows (2048x50257: chunks of 77% of a tile) -2%, 4 rows -8%, 1 row -13%;
+#             16-bit 66 rows +7%, 33 rows flat, 132 rows (2048x50257) -1%, 8 rows -7%, 2 rows -9%.
+HELD_ROWS_IN_FLIGHT = {"fwd": 16, "bwd": 4}
+
+
+def held_config(cols: int, dtype: torch.dtype, direction: str) -> LaunchConfig:
+    """SPLIT_ROW_HELD for rows of `cols`: a row of one chunk shorter than the tile takes the smallest power-of-two tile
+    that holds it, with warps in proportion (at least 4), so short rows do not reduce mostly empty tiles (under the
+    interpreter, the CPU tier's split_row cost scales with the tile). A row of several chunks keeps the table's tile:
+    its chunks are more than half a tile each."""
+    held = SPLIT_ROW_HELD[dtype.itemsize][direction]
+    chunks = triton.cdiv(cols, held.block_n)
+    block_n = min(held.block_n, triton.next_power_of_2(triton.cdiv(triton.cdiv(cols, chunks), 16) * 16))
+    return held._replace(block_n=block_n, num_warps=max(4, held.num_warps * block_n // held.block_n))
 
 
 def split_row_config(streamed: LaunchConfig, cols: int, dtype: torch.dtype, direction: str, whole_units: bool,
                      device: torch.device) -> LaunchConfig:
-    """split_row's held form (SPLIT_ROW_HELD) for fp32 rows moved in whole 16-byte units (_alignment) that are one
-    chunk, or whose chunks fit the grid's programs HELD_ROWS_IN_FLIGHT times (the exchange also needs every chunk of
-    a row resident at once); else `streamed`. Rows that move element by element keep the streamed form: held, each
-    element's 64-bit address takes registers, and ptxas spills 300+ bytes at the 64-register cap."""
-    held = SPLIT_ROW_HELD[direction]
+    """split_row's held form (held_config) for rows moved in whole 16-byte units (_alignment) that are one chunk, or
+    on a GPU whose chunks fit the grid's programs HELD_ROWS_IN_FLIGHT times (the exchange also needs every chunk of a
+    row resident at once); else `streamed`. Rows that move element by element keep the streamed form: held, each
+    element's 64-bit address takes registers, and ptxas spills 300+ bytes at the 64-register cap. Off the GPU a row
+    must be one chunk (_split_geometry)."""
+    held = held_config(cols, dtype, direction)
     chunks = triton.cdiv(cols, held.block_n)
-    fits = chunks == 1 or chunks * HELD_ROWS_IN_FLIGHT <= _sm_count(device) * held.per_sm
-    return held if dtype == torch.float32 and whole_units and fits else streamed
+    in_flight = device.type == "cuda" and chunks * HELD_ROWS_IN_FLIGHT[direction] <= _sm_count(device) * held.per_sm
+    return held if whole_units and (chunks == 1 or in_flight) else streamed
 
 
 @functools.lru_cache(maxsize=None)
@@ -998,11 +1131,11 @@ def aot_specs(dtype: torch.dtype):
              {"BLOCK_N": split.block_n, "CHUNKS_P2": 256, "THREADS": 32 * split.num_warps, "EDGES": edges,
               "HELD": False}, split, specializations),
         ]
-    # split_row's held form (fp32), in the specializations it launches in (split_row_config): 16-byte rows, and EDGES.
+    # split_row's held form, in the specializations it launches in (split_row_config): 16-byte rows, and EDGES.
     for direction, fn, sig in (("fwd", softmax_fwd_split_row_kernel, split_fwd),
                                ("bwd", softmax_bwd_split_row_kernel, split_bwd)):
-        held = SPLIT_ROW_HELD[direction]
-        for edges, specializations in ((False, aligned_only), (True, unaligned_only)) if dtype == torch.float32 else ():
+        held = SPLIT_ROW_HELD[dtype.itemsize][direction]
+        for edges, specializations in ((False, aligned_only), (True, unaligned_only)):
             consts = {"BLOCK_N": held.block_n, "CHUNKS_P2": 256, "EDGES": edges, "HELD": True}
             consts.update({"THREADS": 32 * held.num_warps} if direction == "fwd"
                           else {"STAGES": held.stages, "STREAM_STORES": held.stream_stores})
