@@ -342,6 +342,7 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(2, 1024, torch.float32, CPU), "warp_per_row")  # < 1 row per SM
         self.assertEqual(triton_softmax.choose_plan(4096, 4096, torch.bfloat16, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU, "bwd"), "split_row")
         self.assertEqual(triton_softmax.choose_plan(1, 50257, torch.bfloat16, CPU), "split_row")  # < 7/8 row per SM
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.float32, CPU), "split_row")  # 200 KB rows
         self.assertEqual(triton_softmax.choose_plan(1024, 131072, torch.bfloat16, CPU), "split_row")

@@ -846,17 +846,20 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     Measured on the H200 (132 SMs) with split_row v3 (results/h200/experiments/softmax-plans-37f0df0-split-v3.json):
     split_row wins every fp32 shape from 2048x50257 to 4x4194304, both ways (0.52-0.75 of copy against
     0.03-0.59), and 16-bit rows from 131072 columns; block_online keeps 2048x50257 bf16 (0.48 / 0.53 against
-    0.42-0.44 / 0.45-0.47), where a 100 KB row is a single chunk. fp32 rows of 513-1024 columns, with a row per SM
+    0.42-0.44 / 0.45-0.47), where a 100 KB row is a single chunk. Since split_row's backward holds its chunks in
+    registers (session 27), it takes those rows' backward too: bf16 2048x50257 0.77 of copy
+    (results/h200/experiments/softmax-triton-a91142a-split-row-pairs-after.json) against block_online's 0.66 (036cab5
+    preset); the forward stays (split_row held 0.64 against 0.72). fp32 rows of 513-1024 columns, with a row per SM
     or more, take block_per_row (session 20, results/h200/experiments/softmax-plans-65e4776-short-rows.json, 16384x1024:
-    0.98 / 1.00 of copy against warp_per_row's 0.95 / 0.99; 16-bit rows measured even and keep warp_per_row). The same
-    plan both ways (`direction` is accepted for the backends' common interface)."""
+    0.98 / 1.00 of copy against warp_per_row's 0.95 / 0.99; 16-bit rows measured even and keep warp_per_row)."""
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
     if cols <= BLOCK_PER_ROW_MAX_COLS:
         return "block_per_row"
     many_rows = rows >= 7 * _sm_count(device) // 8
-    return "block_online" if many_rows and cols * dtype.itemsize <= ONLINE_MAX_ROW_BYTES else "split_row"
+    online = direction == "fwd" and many_rows and cols * dtype.itemsize <= ONLINE_MAX_ROW_BYTES
+    return "block_online" if online else "split_row"
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
