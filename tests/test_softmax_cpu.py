@@ -244,8 +244,9 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                     self.assertTrue((chunks - 1) * chunk_cols < cols <= chunks * chunk_cols)
                     self.assertEqual(programs, min(132 * config.per_sm, rows * chunks))
         streamed = triton_softmax.launch_config("split_row", torch.float32, 32768)
-        self.assertTrue(triton_softmax.split_row_config(streamed, 16384, torch.float32, "fwd", True, CPU).held)
-        self.assertFalse(triton_softmax.split_row_config(streamed, 16385, torch.float32, "fwd", True, CPU).held)
+        tile = triton_softmax.SPLIT_ROW_HELD[4]["fwd"].block_n
+        self.assertTrue(triton_softmax.split_row_config(streamed, tile, torch.float32, "fwd", True, CPU).held)
+        self.assertFalse(triton_softmax.split_row_config(streamed, tile + 1, torch.float32, "fwd", True, CPU).held)
         # a row of one chunk shorter than the tile: the smallest power-of-two tile that holds it, warps in proportion
         for dtype, direction, cols, block_n, warps in ((torch.float32, "fwd", 5000, 8192, 8),
                                                        (torch.bfloat16, "fwd", 33, 64, 4),
