@@ -416,9 +416,10 @@ class MarkdownTest(unittest.TestCase):
         expected = (
             "| fp32 softmax, fwd / bwd | cuda plan (fwd / bwd) | cuda | triton | torch | Liger 0.8.5 |\n"
             "|---|---|---|---|---|---|\n"
-            "| 3×33 | warp_per_row / block_per_row | 0.91 / 0.99 | 0.90 / 0.97 (warp_per_row) | 0.58 / 0.49 "
-            "| 0.94 / WRONG |\n"
-            "| 4×4096 | split_row | 0.87 / 0.92 | 0.77 / 0.81 (block_online) | 0.48 / 0.42 | refuses / refuses |\n")
+            "| 3×33 | warp_per_row / block_per_row | 0.91 / 0.99 | 0.90 / 0.97 (warp_per_row / block_per_row) "
+            "| 0.58 / 0.49 | 0.94 / WRONG |\n"
+            "| 4×4096 | split_row | 0.87 / 0.92 | 0.77 / 0.81 (block_online / split_row) | 0.48 / 0.42 "
+            "| refuses / refuses |\n")
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "softmax.json")
             with open(path, "w") as f:

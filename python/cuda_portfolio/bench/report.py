@@ -188,7 +188,8 @@ def plan_of(r: dict | None) -> str:
 
 def softmax_table(records: list[dict], env: dict) -> str:
     """One dtype's softmax table: a row per shape, the directions' copy ratios joined by ' / ' in each cell;
-    the first of our backends gets a plan column, the others name their first direction's plan in brackets."""
+    the first of our backends gets a plan column, the others name their plans in brackets (both directions' when they
+    differ, joined by ' / ' as in the plan column)."""
     directions = unique(r["direction"] for r in records)
     ours = unique(r["provider"] for r in records if r["kind"] == "ours")
     peers = unique(r["provider"] for r in records if r["kind"] == "peer")
@@ -200,8 +201,9 @@ def softmax_table(records: list[dict], env: dict) -> str:
     for shape in unique(tuple(r["shape"]) for r in records):
         cases = {p: [by_case.get((shape, p, d)) for d in directions] for p in ours + peers}
         ratios = {p: " / ".join(ratio_cell(r) for r in cases[p]) for p in ours + peers}
-        rows.append([shape_cross(shape), " / ".join(unique(plan_of(r) for r in cases[ours[0]])), ratios[ours[0]],
-                     *(f"{ratios[p]} ({plan_of(cases[p][0])})" for p in ours[1:]), *(ratios[p] for p in peers)])
+        plans = {p: " / ".join(unique(plan_of(r) for r in cases[p])) for p in ours}
+        rows.append([shape_cross(shape), plans[ours[0]], ratios[ours[0]],
+                     *(f"{ratios[p]} ({plans[p]})" for p in ours[1:]), *(ratios[p] for p in peers)])
     return markdown_table(header, rows)
 
 
