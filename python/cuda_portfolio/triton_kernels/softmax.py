@@ -59,7 +59,7 @@ session 21). Rows out of phase keep the per-element path and the unpipelined bac
 as 4-byte copies, which measured slower (fb4210d), and 16-bit ones cannot use async copies at all.
 (The forward's loss was put down to the pipeline's one program per SM, not to that one-exponential update.)
 
-Exponentials are one MUFU.EX2 each (_exp, FAST_EXP2). The forward's first pass (_online_max_sum, both streaming
+Exponentials are one MUFU.EX2 each (_exp, INLINE_PTX). The forward's first pass (_online_max_sum, both streaming
 plans) takes about one per element: each thread folds a tile's max over its own values first, then one exponential
 per element and one rescale per tile (docs/perf-log.md, "split_row's forward pass 1 in SASS").
 The forward's output stores are .cs, as the backward's, so y does not evict x lines still waiting for
@@ -119,21 +119,22 @@ PLAIN_STREAM_REGISTERS = {"fwd": 64, "bwd": 80}
 COUNTER_RESET_BLOCK = tl.constexpr(256)  # split_row: arrival counters the last program zeroes per store (_leave)
 FLT_MAX = tl.constexpr(3.4028234663852886e38)
 LOG2E = tl.constexpr(1.4426950408889634)
-# exp(x) as 2^(x * log2 e) in one MUFU.EX2 (ex2.approx.ftz.f32), as the CUDA backend's fast_exp2.
-# tl.exp and tl.exp2 lower to the non-ftz form, which ptxas wraps in a range check and two
-# multiplies to keep subnormal results: 3 more instructions per exponential, and the 16-bit
-# forward (twice the elements per byte) is issue-bound. Results below 2^-126 (~1e-38) round to 0,
-# far inside every tolerance. The interpreter cannot run inline PTX (it takes tl.exp); Triton decides
-# interpretation when a kernel module is imported, and so does this flag.
-FAST_EXP2 = tl.constexpr(not triton_interpreting())
+# Whether the kernels may use inline PTX: compiled, not interpreted. The interpreter cannot run it (it takes the
+# plain Triton form); Triton decides interpretation when a kernel module is imported, and so does this flag. Used by
+# exp(x) as 2^(x * log2 e) in one MUFU.EX2 (ex2.approx.ftz.f32, _exp), as the CUDA backend's fast_exp2: tl.exp and
+# tl.exp2 lower to the non-ftz form, which ptxas wraps in a range check and two multiplies to keep subnormal results,
+# 3 more instructions per exponential, and the 16-bit forward (twice the elements per byte) is issue-bound. Results
+# below 2^-126 (~1e-38) round to 0, far inside every tolerance. And by split_row's held 16-bit words (_pair_values,
+# _max_of_pairs, _pack_pairs).
+INLINE_PTX = tl.constexpr(not triton_interpreting())
 
 
 # ----------------------------------------------------------------------------- jit helpers
 
 @triton.jit
 def _exp(x):
-    """e^x of an fp32 tensor (FAST_EXP2)."""
-    if FAST_EXP2:
+    """e^x of an fp32 tensor: one MUFU.EX2 compiled (INLINE_PTX), tl.exp interpreted."""
+    if INLINE_PTX:
         return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x * LOG2E], dtype=tl.float32,
                                          is_pure=True, pack=1)
     else:
@@ -510,10 +511,10 @@ def _pair_values(words, dtype: tl.constexpr):
     """(low, high) elements of 32-bit words of two 16-bit `dtype` elements, in fp32. Compiled, as inline PTX that is
     not pure: the compiler may not merge a second use's conversion with the first's and keep the fp32 values (twice
     the registers) live across the row exchange instead of the words."""
-    if FAST_EXP2 and dtype == tl.bfloat16:
+    if INLINE_PTX and dtype == tl.bfloat16:
         return tl.inline_asm_elementwise("shl.b32 $0, $2, 16;\n\tand.b32 $1, $2, 0xffff0000;", "=f,=f,r", [words],
                                          dtype=(tl.float32, tl.float32), is_pure=False, pack=1)
-    elif FAST_EXP2:
+    elif INLINE_PTX:
         return tl.inline_asm_elementwise(
             "{\n\t.reg .b16 lo, hi;\n\tmov.b32 {lo, hi}, $2;\n\tcvt.f32.f16 $0, lo;\n\tcvt.f32.f16 $1, hi;\n\t}",
             "=f,=f,r", [words], dtype=(tl.float32, tl.float32), is_pure=False, pack=1)
@@ -528,7 +529,7 @@ def _pack_pairs(low, high, dtype: tl.constexpr):
     """int32 words of `dtype` pairs (low, high) rounded from fp32: _pair_values' inverse. Compiled, one
     cvt.rn.bf16x2.f32 / f16x2 per word (what ptxas makes of the element-wise form below is two conversions and a
     byte permute)."""
-    if FAST_EXP2:
+    if INLINE_PTX:
         cvt: tl.constexpr = "cvt.rn.bf16x2.f32" if dtype == tl.bfloat16 else "cvt.rn.f16x2.f32"
         return tl.inline_asm_elementwise(cvt + " $0, $2, $1;", "=r,f,f", [low, high], dtype=tl.int32, is_pure=True,
                                          pack=1)
@@ -572,7 +573,7 @@ def _max_of_pairs(words, dtype: tl.constexpr):
     """max (NaN-propagating) of 32-bit words of two 16-bit `dtype` elements, in fp32. Compiled, the words are
     reduced as packed pairs (one max.NaN.bf16x2 / f16x2 per two elements) and only the last word is widened, so
     no fp32 copy of the chunk is live beside the words."""
-    if FAST_EXP2:
+    if INLINE_PTX:
         low, high = _pair_values(tl.reduce(words, 0, _max_bf16_pairs if dtype == tl.bfloat16 else _max_f16_pairs),
                                  dtype)
         return _max_nan(low, high)
