@@ -800,9 +800,14 @@ def held_config(cols: int, dtype: torch.dtype, direction: str) -> LaunchConfig:
     interpreter, the CPU tier's split_row cost scales with the tile). A row of several chunks keeps the table's tile:
     its chunks are more than half a tile each."""
     held = SPLIT_ROW_HELD[dtype.itemsize][direction]
-    chunks = triton.cdiv(cols, held.block_n)
-    block_n = min(held.block_n, triton.next_power_of_2(triton.cdiv(triton.cdiv(cols, chunks), 16) * 16))
+    block_n = min(held.block_n, triton.next_power_of_2(_held_chunk_cols(cols, held.block_n)))
     return held._replace(block_n=block_n, num_warps=max(4, held.num_warps * block_n // held.block_n))
+
+
+def _held_chunk_cols(cols: int, block_n: int) -> int:
+    """Columns per held chunk: the fewest chunks of at most block_n columns, of equal length in whole 16-element units
+    (so a chunk's inner bounds fall on 16-byte boundaries in every dtype)."""
+    return triton.cdiv(triton.cdiv(cols, triton.cdiv(cols, block_n)), 16) * 16
 
 
 def split_row_config(streamed: LaunchConfig, cols: int, dtype: torch.dtype, direction: str, whole_units: bool,
@@ -899,14 +904,12 @@ def _counters(rows: int, device: torch.device) -> torch.Tensor:
 
 def _split_geometry(rows: int, cols: int, bytes_per_col: int, config: LaunchConfig,
                     device: torch.device) -> tuple[int, int, int]:
-    """(chunks per row, columns per chunk, programs) for split_row. Held: the fewest chunks of at most a tile, of
-    equal length in whole 16-element units (so a chunk's inner bounds fall on 16-byte boundaries in every dtype).
-    Streamed: every resident program holds one chunk, and chunks are sized so all of them together fit the L2 budget
+    """(chunks per row, columns per chunk, programs) for split_row. Held: chunks of _held_chunk_cols. Streamed: every resident program holds one chunk, and chunks are sized so all of them together fit the L2 budget
     (pass 2 re-reads its chunk from L2); at least cdiv(cols, programs) columns, so a row never has more chunks than
     there are programs (the exchange waits for all of them); a whole number of tiles."""
     programs = _sm_count(device) * config.per_sm
     if config.held:
-        chunk_cols = triton.cdiv(triton.cdiv(cols, triton.cdiv(cols, config.block_n)), 16) * 16
+        chunk_cols = _held_chunk_cols(cols, config.block_n)
         chunks = triton.cdiv(cols, chunk_cols)
         return chunks, chunk_cols, max(1, min(programs, rows * chunks))
     chunk_cols = max(L2_BUDGET_BYTES // (programs * bytes_per_col), triton.cdiv(cols, programs))
@@ -950,6 +953,15 @@ def _bucket(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> tuple:
     return t.device, plan, t.dtype, triton.next_power_of_2(rows), triton.next_power_of_2(cols), direction, aligned
 
 
+def _table_config(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> LaunchConfig:
+    """The untimed configuration for `plan` on 2-D t: launch_config's, and for split_row its form (split_row_config;
+    `aligned`: the launch moves whole 16-byte units)."""
+    config = launch_config(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
+    if plan == "split_row":
+        return split_row_config(config, t.shape[1], t.dtype, direction, aligned, t.device)
+    return config
+
+
 def _config_for(plan: str, t: torch.Tensor, direction: str, aligned: bool, launcher) -> LaunchConfig:
     """The configuration to launch for `plan` on 2-D t: the bucket's tuned pick, timing the candidates on the first
     call (launcher(config) -> a zero-argument launch)."""
@@ -958,7 +970,7 @@ def _config_for(plan: str, t: torch.Tensor, direction: str, aligned: bool, launc
         return _TUNED[key]
     candidates = candidate_configs(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
     if len(candidates) == 1 or not t.is_cuda or tuning_off() or torch.cuda.is_current_stream_capturing():
-        return candidates[0]
+        return _table_config(plan, t, direction, aligned)
     _TUNED[key] = fastest(candidates, launcher, t.device, f"softmax {plan} configuration")
     return _TUNED[key]
 
@@ -969,9 +981,7 @@ def kernel_config(t: torch.Tensor, plan: str, direction: str, aligned: bool) -> 
     config = _TUNED.get(_bucket(plan, t, direction, aligned))
     tuned = config is not None
     if config is None:
-        config = launch_config(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
-        if plan == "split_row":
-            config = split_row_config(config, t.shape[1], t.dtype, direction, aligned, t.device)
+        config = _table_config(plan, t, direction, aligned)
     hint = f", {config.load_hint} loads" if config.load_hint else ""
     held = ", chunks held" if config.held else ""
     return f"{config.num_warps} warps, {config.block_n}-column tiles{hint}{held}, {'tuned' if tuned else 'table'}"
@@ -1005,7 +1015,6 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
                                               THREADS=32 * config.num_warps, EDGES=edges,
                                               num_warps=config.num_warps, maxnreg=config.maxnreg)
     else:
-        config = split_row_config(config, cols, x2d.dtype, "fwd", edges or rows_aligned((x2d, y2d), cols), x2d.device)
         chunks, chunk_cols, programs = _split_geometry(rows, cols, x2d.element_size(), config, x2d.device)
         counters = _counters(rows, x2d.device)  # zero; the kernel leaves it zero (split_row comment above _take_ticket)
         part_max = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
@@ -1073,7 +1082,6 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
                                               EDGES=edges,
                                               num_warps=config.num_warps, maxnreg=config.maxnreg)
     else:
-        config = split_row_config(config, cols, y2d.dtype, "bwd", edges or rows_aligned((y2d, dy2d, dx2d), cols), y2d.device)
         chunks, chunk_cols, programs = _split_geometry(rows, cols, 2 * y2d.element_size(), config, y2d.device)
         counters = _counters(rows, y2d.device)  # as the forward's
         part_dot = torch.empty(rows * chunks, dtype=torch.float32, device=y2d.device)
