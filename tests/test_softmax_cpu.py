@@ -214,13 +214,13 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         16-element units, and cover the row."""
         gpu = torch.device("cuda", 0)
         cases = (  # dtype, direction, rows, cols, held on 132 SMs (two programs each)
-            (torch.float32, "fwd", 1024, 131072, True),     # 8 chunks: 33 rows in flight
+            (torch.float32, "fwd", 1024, 131072, True),     # 16 chunks: 33 rows in flight (4 programs per SM)
             (torch.float32, "fwd", 256, 262144, True),      # 16.5
             (torch.float32, "fwd", 32, 1 << 20, False),     # 4.1
             (torch.float32, "bwd", 256, 262144, True),      # 8192-column tiles: 32 chunks, 8.25
             (torch.float32, "bwd", 32, 1 << 20, False),     # 2.06
             (torch.float32, "bwd", 4, 1 << 22, False),      # 512 chunks: more than the grid's programs
-            (torch.bfloat16, "fwd", 1024, 131072, True),    # 32768-column tiles: 4 chunks, 66
+            (torch.bfloat16, "fwd", 1024, 131072, True),    # 16384-column tiles: 8 chunks, 66
             (torch.bfloat16, "fwd", 32, 1 << 20, False),    # 8.25
             (torch.bfloat16, "bwd", 32, 1 << 20, True),     # 4.1
             (torch.float16, "bwd", 4, 1 << 22, False),      # 1.03
@@ -249,6 +249,7 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertFalse(triton_softmax.split_row_config(streamed, tile + 1, torch.float32, "fwd", True, CPU).held)
         # a row of one chunk shorter than the tile: the smallest power-of-two tile that holds it, warps in proportion
         for dtype, direction, cols, block_n, warps in ((torch.float32, "fwd", 5000, 8192, 8),
+                                                       (torch.float32, "fwd", 3000, 4096, 4),
                                                        (torch.bfloat16, "fwd", 33, 64, 4),
                                                        (torch.float16, "bwd", 16383, 16384, 16)):
             config = triton_softmax.held_config(cols, dtype, direction)

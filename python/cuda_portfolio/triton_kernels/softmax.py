@@ -777,12 +777,15 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
 
 
 # split_row's held form: a chunk is one tile, loaded at once and kept in registers through the row exchange, so pass 2
-# reads nothing and each program has its whole chunk (64 KiB) in flight where the streamed form has one tile. 32 words
-# per thread: fp32 values, or for 16-bit rows int32 words of two elements (_load_held, _pair_values); the backward
-# holds y and dy, 16 words each. Two programs per SM at 64 registers (the register file's share).
-SPLIT_ROW_HELD = {4: {"fwd": LaunchConfig(16384, 16, 1, per_sm=2, maxnreg=64, held=True),
+# reads nothing and each program has its whole chunk in flight where the streamed form has one tile. 32 words per
+# thread: fp32 values, or for 16-bit rows int32 words of two elements (_load_held, _pair_values); the backward holds
+# y and dy, 16 words each. At 64 registers (the register file's share): the forward four 8-warp programs per SM of
+# 32 KiB chunks, so three load while one waits at its exchange (against two 16-warp programs of 64 KiB: bf16 +9-11%,
+# fp32 +1-10% from 50257 to 262144 columns, session 27); the backward two 16-warp programs of 64 KiB (four of 32 KiB:
+# +5-9% at 2048x50257 but -1-3% at 131072-262144 columns and -2% at bf16 32x1M).
+SPLIT_ROW_HELD = {4: {"fwd": LaunchConfig(8192, 8, 1, per_sm=4, maxnreg=64, held=True),
                       "bwd": LaunchConfig(8192, 16, 1, per_sm=2, maxnreg=64, held=True)},
-                  2: {"fwd": LaunchConfig(32768, 16, 1, per_sm=2, maxnreg=64, held=True),
+                  2: {"fwd": LaunchConfig(16384, 8, 1, per_sm=4, maxnreg=64, held=True),
                       "bwd": LaunchConfig(16384, 16, 1, per_sm=2, maxnreg=64, held=True)}}
 # Rows in flight (resident programs / chunks per row) from which the held form is taken. A held program idles while it
 # waits at its row's exchange, and a row's chunks are loaded by programs that took consecutive tickets; with few rows
