@@ -213,8 +213,8 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         off the GPU only rows of one chunk. Held chunks are the fewest that fit a tile, of equal length in whole
         16-element units, and cover the row."""
         gpu = torch.device("cuda", 0)
-        cases = (  # dtype, direction, rows, cols, held on 132 SMs (two programs each)
-            (torch.float32, "fwd", 1024, 131072, True),     # 16 chunks: 33 rows in flight (4 programs per SM)
+        cases = (  # dtype, direction, rows, cols, held on 132 SMs (forward 4 programs each, backward 2)
+            (torch.float32, "fwd", 1024, 131072, True),     # 16 chunks: 33 rows in flight
             (torch.float32, "fwd", 256, 262144, True),      # 16.5
             (torch.float32, "fwd", 32, 1 << 20, False),     # 4.1
             (torch.float32, "bwd", 256, 262144, True),      # 8192-column tiles: 32 chunks, 8.25
@@ -224,7 +224,7 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
             (torch.bfloat16, "fwd", 32, 1 << 20, False),    # 8.25
             (torch.bfloat16, "bwd", 32, 1 << 20, True),     # 4.1
             (torch.float16, "bwd", 4, 1 << 22, False),      # 1.03
-            (torch.float32, "fwd", 2048, 50257, True),      # 4 chunks of 12576
+            (torch.float32, "fwd", 2048, 50257, True),      # 7 chunks of 7184
         )
         with mock.patch.object(triton_softmax, "_sm_count", lambda device: 132):
             for dtype, direction, rows, cols, held in cases:

@@ -25,15 +25,16 @@ memory, which Triton cannot express):
                  chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
                  its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
                  row's other chunks, combines the partials and normalizes its chunk at once. Two
-                 forms (split_row_config): held, a chunk is one tile (64 KiB) loaded at once and kept
-                 in registers through the exchange (16-bit rows as words of two elements), taken
-                 when many rows are in flight; streamed, a chunk is many tiles, re-read from L2
-                 (all chunks in flight fit the L2 budget). Bound: bytes, 1 read + 1 write (streamed:
-                 as block_online), plus one exchange per row. The ticket and arrival counters reset
-                 themselves (the last program out zeroes them), so each stream's counters buffer is
-                 zeroed once when made, not per call (_counters). The interpreter runs programs one
-                 after another, so a wait for another program would never end there: off the GPU every
-                 row is one chunk, and the exchange across programs runs on GPUs only.
+                 forms (split_row_config): held, a chunk is one tile (forward 32 KiB, backward 64 KiB
+                 of y and dy) loaded at once and kept in registers through the exchange (16-bit rows
+                 as words of two elements), taken when many rows are in flight; streamed, a chunk is
+                 many tiles, re-read from L2 (all chunks in flight fit the L2 budget). Bound: bytes,
+                 1 read + 1 write (streamed: as block_online), plus one exchange per row. The ticket
+                 and arrival counters reset themselves (the last program out zeroes them), so each
+                 stream's counters buffer is zeroed once when made, not per call (_counters). The
+                 interpreter runs programs one after another, so a wait for another program would
+                 never end there: off the GPU every row is one chunk, and the exchange across programs
+                 runs on GPUs only.
 
 Bytes in flight, backward (block_online, split_row). A streaming program with plain loads has one tile
 in flight, and block_online's L2 cap leaves ~1 program per SM at 50257+ columns: too few bytes against
