@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import json
+import math
 import os
 import shutil
 import statistics
@@ -162,6 +164,58 @@ def launch_time_us(call, copies: int, samples: int) -> float:
         return statistics.median(timer.sample(samples)) * 1e3
     finally:
         timer.close()
+
+
+def copy_ceiling() -> tuple[float, int]:
+    """(the benchmark's device-copy ceiling in TB/s, the L2's bytes), measured as the benchmark measures them; for
+    the sweep scripts, whose points are divided into the same ceiling."""
+    from cuda_portfolio.bench.timing import TimingSettings, default_method, device_copy_ceiling, l2_bytes
+
+    method, reason = default_method()
+    l2 = l2_bytes()
+    return device_copy_ceiling(TimingSettings(method=method, method_reason=reason, l2_bytes=l2))["tb_per_s"], l2
+
+
+def write_sweep_json(path: str, args, copy: float, records: list) -> None:
+    """A sweep's records with its GPU, torch, commit, arguments and copy ceiling; called after every case, so a run
+    cut short still leaves what it measured."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                   "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"), "args": vars(args), "copy_tb_per_s": copy,
+                   "records": records}, f, indent=1)
+
+
+class SoftmaxSweepCase:
+    """One softmax shape, dtype and direction as the sweep scripts time it: a rotation of input copies (as many
+    as the benchmark rotates, input_copies_for), an output buffer, and check(call), which NaN-poisons the output,
+    runs call on the last copy and compares with float64 PyTorch, inputs unchanged."""
+
+    def __init__(self, rows: int, cols: int, dtype: torch.dtype, direction: str, l2: int):
+        from cuda_portfolio.bench.timing import input_copies_for
+
+        operands = 1 if direction == "fwd" else 2
+        self.dtype, self.direction = dtype, direction
+        self.bytes_moved = rows * cols * dtype.itemsize * (operands + 1)
+        self.copies = input_copies_for(self.bytes_moved, l2)
+        gen = torch.Generator(device="cuda").manual_seed(rows + cols)
+        self.inputs = []
+        for _ in range(self.copies):
+            x = torch.randn(rows, cols, device="cuda", dtype=dtype, generator=gen) * 3
+            dy = torch.randn(rows, cols, device="cuda", dtype=dtype, generator=gen)
+            self.inputs.append((x if direction == "fwd" else torch.softmax(x.float(), 1).to(dtype), dy))
+        self.kept = tuple(t.clone() for t in self.inputs[-1])
+        self.want = (torch.softmax(self.inputs[-1][0].double(), dim=1) if direction == "fwd"
+                     else softmax_backward_reference(*self.inputs[-1]))
+        self.out = torch.empty(rows, cols, device="cuda", dtype=dtype)
+
+    def check(self, call) -> tuple[float, bool]:
+        """(relative error, ok) of call(self.copies - 1)'s output."""
+        self.out.fill_(float("nan"))
+        call(self.copies - 1)
+        err = ((self.out.double() - self.want).abs().max() / self.want.abs().max()).item()
+        unchanged = all(torch.equal(a, b) for a, b in zip(self.kept, self.inputs[-1]))
+        return err, math.isfinite(err) and err <= TOLERANCE["softmax"][self.dtype] and unchanged
 
 
 # ----------------------------------------------------------------------------- discovery

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 
 import torch
@@ -98,14 +97,9 @@ def main(argv=None) -> int:
             plot_sweep(json.load(f), args.plot)
         return 0
     common.exit_without_gpu("sweep_split_row_slices.py")
-    from cuda_portfolio.bench.softmax_cases import softmax_backward_reference
-    from cuda_portfolio.bench.timing import (TimingSettings, default_method, device_copy_ceiling, input_copies_for,
-                                             l2_bytes)
     from cuda_portfolio.native import softmax as native_softmax
 
-    method, reason = default_method()
-    l2 = l2_bytes()
-    copy = device_copy_ceiling(TimingSettings(method=method, method_reason=reason, l2_bytes=l2))["tb_per_s"]
+    copy, l2 = common.copy_ceiling()
     print(f"device copy {copy:.2f} TB/s (the benchmark's ceiling)")
     records = []
     for shape_text in args.shapes.split(","):
@@ -114,56 +108,32 @@ def main(argv=None) -> int:
         for dname in args.dtype.split(","):
             dtype = common.parse_dtype(dname)
             for direction in args.direction.split(","):
-                operands = 1 if direction == "fwd" else 2
-                bytes_moved = rows * cols * dtype.itemsize * (operands + 1)
-                copies = input_copies_for(bytes_moved, l2)
-                gen = torch.Generator(device="cuda").manual_seed(rows + cols)
-                inputs = []
-                for _ in range(copies):
-                    x = torch.randn(rows, cols, device="cuda", dtype=dtype, generator=gen) * 3
-                    dy = torch.randn(rows, cols, device="cuda", dtype=dtype, generator=gen)
-                    inputs.append((x if direction == "fwd" else torch.softmax(x.float(), 1).to(dtype), dy))
-                kept = [(a.clone(), b.clone()) for a, b in inputs[-1:]]
-                want = (torch.softmax(inputs[-1][0].double(), dim=1) if direction == "fwd"
-                        else softmax_backward_reference(*inputs[-1]))
-                out = torch.empty(rows, cols, device="cuda", dtype=dtype)
-                call = make_call(native_softmax, direction, inputs, out)
+                case = common.SoftmaxSweepCase(rows, cols, dtype, direction, l2)
+                call = make_call(native_softmax, direction, case.inputs, case.out)
                 rule_us = None
                 for forced in [None] + [f"{n}{cut}" for n in counts for cut in ("", "c")]:
                     if forced:
                         os.environ[ENV] = forced
                     else:
                         os.environ.pop(ENV, None)
-                    us = common.launch_time_us(call, copies, args.samples)
-                    out.fill_(float("nan"))
-                    call(copies - 1)
-                    err = ((out.double() - want).abs().max() / want.abs().max()).item()
-                    ok = (math.isfinite(err) and err <= common.TOLERANCE["softmax"][dtype]
-                          and all(torch.equal(a, b) for a, b in zip(kept[0], inputs[-1])))
+                    us = common.launch_time_us(call, case.copies, args.samples)
+                    err, ok = case.check(call)
                     rule_us = us if forced is None else rule_us
                     rec = {"shape": [rows, cols], "dtype": dname, "direction": direction,
-                           "slices": forced or "rule", "us": us, "tb_per_s": bytes_moved / us / 1e6,
-                           "ratio_to_copy": bytes_moved / us / 1e6 / copy,
+                           "slices": forced or "rule", "us": us, "tb_per_s": case.bytes_moved / us / 1e6,
+                           "ratio_to_copy": case.bytes_moved / us / 1e6 / copy,
                            "vs_rule": rule_us / us, "rel_err": err, "ok": ok}
                     records.append(rec)
                     print(f"{shape_text} {dname} {direction} slices={rec['slices']:>4} {us:8.2f} us "
                           f"{rec['ratio_to_copy']:.2f} of copy  x{rec['vs_rule']:.3f} vs rule{'' if ok else '  WRONG'}",
                           flush=True)
                 os.environ.pop(ENV, None)
-                if args.json:  # after every case: a run cut short still leaves what it measured
-                    write_json(args, copy, records)
+                if args.json:
+                    common.write_sweep_json(args.json, args, copy, records)
     if args.plot:
         plot_sweep({"gpu": torch.cuda.get_device_name(0), "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"),
                     "records": records}, args.plot)
     return 0 if all(r["ok"] for r in records) else 1
-
-
-def write_json(args, copy, records):
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                   "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"), "args": vars(args), "copy_tb_per_s": copy,
-                   "records": records}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -238,6 +238,10 @@ class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
     def test_sweep_matmul_layouts(self):
         self.assert_one_line_refusal(run_script("sweep_matmul_layouts.py", timeout=120), "sweep_matmul_layouts.py")
 
+    def test_sweep_triton_held_tiles(self):
+        self.assert_one_line_refusal(run_script("sweep_triton_held_tiles.py", "--shapes", "1024x131072", timeout=120),
+                                     "sweep_triton_held_tiles.py")
+
     def test_sanitizer_smoke_and_its_negative_control(self):
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", timeout=120), "sanitizer_smoke.py")
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", "--negative-control", timeout=120),
@@ -253,6 +257,40 @@ class SweepReplotTest(unittest.TestCase):
         r = run_script("sweep_split_row_slices.py", "--replot", str(stored), "--plot", str(out), timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertGreater(out.stat().st_size, 10000)
+
+    def test_replots_a_held_tile_sweep_without_a_gpu(self):
+        """A stored held-tile sweep, skipped variants included, draws one panel per dtype and direction."""
+        records = [{"shape": [rows, cols], "dtype": dtype, "direction": "fwd", "variant": variant,
+                    "ratio_to_copy": 0.5 + cols / 1e6 + 0.01 * i, "us": 100.0}
+                   for dtype in ("fp32", "bf16") for rows, cols in ((2048, 50257), (1024, 131072))
+                   for i, variant in enumerate(("rule", "16x2", "8x4"))]
+        records.append({"shape": [4, 4194304], "dtype": "fp32", "direction": "fwd", "variant": "4x8",
+                        "skipped": "more chunks per row than resident programs"})
+        work = Path(tempfile.mkdtemp(prefix="held_plot_"))
+        self.addCleanup(shutil.rmtree, work, ignore_errors=True)
+        (work / "sweep.json").write_text(json.dumps({"gpu": "NVIDIA H200", "commit": "abc1234", "records": records}))
+        r = run_script("sweep_triton_held_tiles.py", "--replot", str(work / "sweep.json"), "--plot",
+                       str(work / "held.png"), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater((work / "held.png").stat().st_size, 10000)
+
+
+class HeldTileSweepModelTest(unittest.TestCase):
+    def test_variants_are_the_tables_program_shapes(self):
+        """The sweep's WxP programs hold 32 words a thread, as SPLIT_ROW_HELD's do: the table's entries are points of
+        the sweep (so a sweep result can be written back into the table as it is)."""
+        from cuda_portfolio.triton_kernels import softmax as triton_softmax
+
+        sweep = load_script("sweep_triton_held_tiles.py")
+        for itemsize, dtype in ((4, torch.float32), (2, torch.bfloat16)):
+            for direction, held in triton_softmax.SPLIT_ROW_HELD[itemsize].items():
+                with self.subTest(dtype=dtype, direction=direction):
+                    config = sweep.variant_config(triton_softmax, held.num_warps, held.per_sm, dtype, direction)
+                    self.assertEqual(config, held)
+        self.assertEqual(sweep.variant_config(triton_softmax, 4, 8, torch.float32, "fwd").block_n, 4096)
+        self.assertEqual(sweep.variant_config(triton_softmax, 16, 2, torch.bfloat16, "fwd").block_n, 32768)
+        with self.assertRaises(SystemExit):
+            sweep.parse_args(["--variants", "16x4"])  # 64 warps per SM: over the register file at 64 registers
 
 
 class CompareBackendsTest(unittest.TestCase):
