@@ -166,14 +166,42 @@ def launch_time_us(call, copies: int, samples: int) -> float:
         timer.close()
 
 
-def copy_ceiling() -> tuple[float, int]:
-    """(the benchmark's device-copy ceiling in TB/s, the L2's bytes), measured as the benchmark measures them; for
-    the sweep scripts, whose points are divided into the same ceiling."""
+def start_sweep(script: str, args, plot) -> tuple[float, int] | None:
+    """A softmax sweep's start. With --replot: draw the stored sweep (plot(doc, args.plot)) and return None. Else
+    exit without a GPU (exit_without_gpu), then measure the benchmark's device-copy ceiling as the benchmark does,
+    print it, and return (ceiling in TB/s, the L2's bytes): every point is divided into the same ceiling."""
+    if args.replot:
+        if not args.plot:
+            raise SystemExit(f"{script}: --replot needs --plot OUT.png")
+        with open(args.replot) as f:
+            plot(json.load(f), args.plot)
+        return None
+    exit_without_gpu(script)
     from cuda_portfolio.bench.timing import TimingSettings, default_method, device_copy_ceiling, l2_bytes
 
     method, reason = default_method()
     l2 = l2_bytes()
-    return device_copy_ceiling(TimingSettings(method=method, method_reason=reason, l2_bytes=l2))["tb_per_s"], l2
+    copy = device_copy_ceiling(TimingSettings(method=method, method_reason=reason, l2_bytes=l2))["tb_per_s"]
+    print(f"device copy {copy:.2f} TB/s (the benchmark's ceiling)")
+    return copy, l2
+
+
+def softmax_sweep_cases(args, l2: int):
+    """A sweep's cases in order, --shapes x --dtype x --direction: (shape text, dtype name, SoftmaxSweepCase), each
+    case's tensors made when it is reached."""
+    for shape_text in args.shapes.split(","):
+        rows, cols = parse_shape(shape_text, "softmax")
+        for dname in args.dtype.split(","):
+            dtype = parse_dtype(dname)
+            for direction in args.direction.split(","):
+                yield shape_text, dname, SoftmaxSweepCase(rows, cols, dtype, direction, l2)
+
+
+def plot_sweep_records(args, records: list, plot) -> None:
+    """With --plot, draw this run's records (plot(doc, args.plot)) under the GPU's name and the commit."""
+    if args.plot:
+        plot({"gpu": torch.cuda.get_device_name(0), "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"),
+              "records": records}, args.plot)
 
 
 def write_sweep_json(path: str, args, copy: float, records: list) -> None:
@@ -195,7 +223,7 @@ class SoftmaxSweepCase:
         from cuda_portfolio.bench.timing import input_copies_for
 
         operands = 1 if direction == "fwd" else 2
-        self.dtype, self.direction = dtype, direction
+        self.rows, self.cols, self.dtype, self.direction = rows, cols, dtype, direction
         self.bytes_moved = rows * cols * dtype.itemsize * (operands + 1)
         self.copies = input_copies_for(self.bytes_moved, l2)
         gen = torch.Generator(device="cuda").manual_seed(rows + cols)

@@ -18,7 +18,6 @@ cuda_portfolio.bench) is what measures against peers.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
 import torch
@@ -90,49 +89,38 @@ def make_call(native_softmax, direction, inputs, out):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.replot:
-        if not args.plot:
-            raise SystemExit("sweep_split_row_slices.py: --replot needs --plot OUT.png")
-        with open(args.replot) as f:
-            plot_sweep(json.load(f), args.plot)
+    started = common.start_sweep("sweep_split_row_slices.py", args, plot_sweep)
+    if started is None:
         return 0
-    common.exit_without_gpu("sweep_split_row_slices.py")
+    copy, l2 = started
     from cuda_portfolio.native import softmax as native_softmax
 
-    copy, l2 = common.copy_ceiling()
-    print(f"device copy {copy:.2f} TB/s (the benchmark's ceiling)")
     records = []
-    for shape_text in args.shapes.split(","):
-        rows, cols = common.parse_shape(shape_text, "softmax")
+    for shape_text, dname, case in common.softmax_sweep_cases(args, l2):
+        rows, cols, direction = case.rows, case.cols, case.direction
         counts = [int(s) for s in args.slices.split(",")] if args.slices else DEFAULT_SLICES.get((rows, cols), [])
-        for dname in args.dtype.split(","):
-            dtype = common.parse_dtype(dname)
-            for direction in args.direction.split(","):
-                case = common.SoftmaxSweepCase(rows, cols, dtype, direction, l2)
-                call = make_call(native_softmax, direction, case.inputs, case.out)
-                rule_us = None
-                for forced in [None] + [f"{n}{cut}" for n in counts for cut in ("", "c")]:
-                    if forced:
-                        os.environ[ENV] = forced
-                    else:
-                        os.environ.pop(ENV, None)
-                    us = common.launch_time_us(call, case.copies, args.samples)
-                    err, ok = case.check(call)
-                    rule_us = us if forced is None else rule_us
-                    rec = {"shape": [rows, cols], "dtype": dname, "direction": direction,
-                           "slices": forced or "rule", "us": us, "tb_per_s": case.bytes_moved / us / 1e6,
-                           "ratio_to_copy": case.bytes_moved / us / 1e6 / copy,
-                           "vs_rule": rule_us / us, "rel_err": err, "ok": ok}
-                    records.append(rec)
-                    print(f"{shape_text} {dname} {direction} slices={rec['slices']:>4} {us:8.2f} us "
-                          f"{rec['ratio_to_copy']:.2f} of copy  x{rec['vs_rule']:.3f} vs rule{'' if ok else '  WRONG'}",
-                          flush=True)
+        call = make_call(native_softmax, direction, case.inputs, case.out)
+        rule_us = None
+        for forced in [None] + [f"{n}{cut}" for n in counts for cut in ("", "c")]:
+            if forced:
+                os.environ[ENV] = forced
+            else:
                 os.environ.pop(ENV, None)
-                if args.json:
-                    common.write_sweep_json(args.json, args, copy, records)
-    if args.plot:
-        plot_sweep({"gpu": torch.cuda.get_device_name(0), "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"),
-                    "records": records}, args.plot)
+            us = common.launch_time_us(call, case.copies, args.samples)
+            err, ok = case.check(call)
+            rule_us = us if forced is None else rule_us
+            rec = {"shape": [rows, cols], "dtype": dname, "direction": direction,
+                   "slices": forced or "rule", "us": us, "tb_per_s": case.bytes_moved / us / 1e6,
+                   "ratio_to_copy": case.bytes_moved / us / 1e6 / copy,
+                   "vs_rule": rule_us / us, "rel_err": err, "ok": ok}
+            records.append(rec)
+            print(f"{shape_text} {dname} {direction} slices={rec['slices']:>4} {us:8.2f} us "
+                  f"{rec['ratio_to_copy']:.2f} of copy  x{rec['vs_rule']:.3f} vs rule{'' if ok else '  WRONG'}",
+                  flush=True)
+        os.environ.pop(ENV, None)
+        if args.json:
+            common.write_sweep_json(args.json, args, copy, records)
+    common.plot_sweep_records(args, records, plot_sweep)
     return 0 if all(r["ok"] for r in records) else 1
 
 

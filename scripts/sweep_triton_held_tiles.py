@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
-import os
 
 import torch
 
@@ -90,73 +88,62 @@ def plot_sweep(doc: dict, path: str) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.replot:
-        if not args.plot:
-            raise SystemExit("sweep_triton_held_tiles.py: --replot needs --plot OUT.png")
-        with open(args.replot) as f:
-            plot_sweep(json.load(f), args.plot)
+    started = common.start_sweep("sweep_triton_held_tiles.py", args, plot_sweep)
+    if started is None:
         return 0
-    common.exit_without_gpu("sweep_triton_held_tiles.py")
+    copy, l2 = started
     from cuda_portfolio.triton_kernels import softmax as triton_softmax
 
-    copy, l2 = common.copy_ceiling()
-    print(f"device copy {copy:.2f} TB/s (the benchmark's ceiling)")
     records = []
-    for shape_text in args.shapes.split(","):
-        rows, cols = common.parse_shape(shape_text, "softmax")
-        for dname in args.dtype.split(","):
-            dtype = common.parse_dtype(dname)
-            for direction in args.direction.split(","):
-                case = common.SoftmaxSweepCase(rows, cols, dtype, direction, l2)
-                tensors = case.inputs[-1][:1 if direction == "fwd" else 2] + (case.out,)
-                aligned, edges = triton_softmax._alignment("split_row", tensors, cols)
-                rule = triton_softmax.kernel_config(case.inputs[-1][0], "split_row", direction, aligned or edges)
+    for shape_text, dname, case in common.softmax_sweep_cases(args, l2):
+        rows, cols, dtype, direction = case.rows, case.cols, case.dtype, case.direction
+        tensors = case.inputs[-1][:1 if direction == "fwd" else 2] + (case.out,)
+        aligned, edges = triton_softmax._alignment("split_row", tensors, cols)
+        rule = triton_softmax.kernel_config(case.inputs[-1][0], "split_row", direction, aligned or edges)
 
-                def call_with(config, i):
-                    if direction == "fwd":
-                        triton_softmax._launch_forward(case.inputs[i][0], case.out, "split_row", config, edges)
-                    else:
-                        triton_softmax._launch_backward(*case.inputs[i], case.out, "split_row", config, edges)
+        def call_with(config, i):
+            if direction == "fwd":
+                triton_softmax._launch_forward(case.inputs[i][0], case.out, "split_row", config, edges)
+            else:
+                triton_softmax._launch_backward(*case.inputs[i], case.out, "split_row", config, edges)
 
-                def rule_call(i):
-                    if direction == "fwd":
-                        triton_softmax.forward(case.inputs[i][0], case.out, "split_row")
-                    else:
-                        triton_softmax.backward(*case.inputs[i], case.out, "split_row")
+        def rule_call(i):
+            if direction == "fwd":
+                triton_softmax.forward(case.inputs[i][0], case.out, "split_row")
+            else:
+                triton_softmax.backward(*case.inputs[i], case.out, "split_row")
 
-                rule_us = None
-                for variant in [None] + args.variant_list:
-                    name = "rule" if variant is None else "x".join(map(str, variant))
-                    rec = {"shape": [rows, cols], "dtype": dname, "direction": direction, "variant": name}
-                    if variant is None:
-                        call, rec["config"] = rule_call, rule
-                    else:
-                        config = variant_config(triton_softmax, *variant, dtype, direction)
-                        chunks, chunk_cols, programs = triton_softmax._split_geometry(
-                            rows, cols, dtype.itemsize, config, case.out.device)
-                        rec["config"] = (f"{config.num_warps} warps, {config.block_n}-column tiles, {chunks} chunks "
-                                         f"of {chunk_cols}, {programs} programs")
-                        if not (aligned or edges) or chunks > programs:
-                            rec["skipped"] = ("rows not moved in whole 16-byte units" if not (aligned or edges)
-                                              else "more chunks per row than resident programs")
-                            records.append(rec)
-                            print(f"{shape_text} {dname} {direction} {name:>5}  skipped: {rec['skipped']}")
-                            continue
-                        call = functools.partial(call_with, config)
-                    us = common.launch_time_us(call, case.copies, args.samples)
-                    err, ok = case.check(call)
-                    rule_us = us if variant is None else rule_us
-                    rec.update({"us": us, "tb_per_s": case.bytes_moved / us / 1e6,
-                                "ratio_to_copy": case.bytes_moved / us / 1e6 / copy, "vs_rule": rule_us / us,
-                                "rel_err": err, "ok": ok})
+        rule_us = None
+        for variant in [None] + args.variant_list:
+            name = "rule" if variant is None else "x".join(map(str, variant))
+            rec = {"shape": [rows, cols], "dtype": dname, "direction": direction, "variant": name}
+            if variant is None:
+                call, rec["config"] = rule_call, rule
+            else:
+                config = variant_config(triton_softmax, *variant, dtype, direction)
+                chunks, chunk_cols, programs = triton_softmax._split_geometry(
+                    rows, cols, dtype.itemsize, config, case.out.device)
+                rec["config"] = (f"{config.num_warps} warps, {config.block_n}-column tiles, {chunks} chunks "
+                                 f"of {chunk_cols}, {programs} programs")
+                if not (aligned or edges) or chunks > programs:
+                    rec["skipped"] = ("rows not moved in whole 16-byte units" if not (aligned or edges)
+                                      else "more chunks per row than resident programs")
                     records.append(rec)
-                    print(f"{shape_text} {dname} {direction} {name:>5} {us:9.2f} us {rec['ratio_to_copy']:.2f} of copy "
-                          f" x{rec['vs_rule']:.3f} vs rule  ({rec['config']}){'' if ok else '  WRONG'}", flush=True)
-                if args.json:
-                    common.write_sweep_json(args.json, args, copy, records)
-    if args.plot:
-        plot_sweep({"gpu": torch.cuda.get_device_name(0), "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"),
-                    "records": records}, args.plot)
+                    print(f"{shape_text} {dname} {direction} {name:>5}  skipped: {rec['skipped']}")
+                    continue
+                call = functools.partial(call_with, config)
+            us = common.launch_time_us(call, case.copies, args.samples)
+            err, ok = case.check(call)
+            rule_us = us if variant is None else rule_us
+            rec.update({"us": us, "tb_per_s": case.bytes_moved / us / 1e6,
+                        "ratio_to_copy": case.bytes_moved / us / 1e6 / copy, "vs_rule": rule_us / us,
+                        "rel_err": err, "ok": ok})
+            records.append(rec)
+            print(f"{shape_text} {dname} {direction} {name:>5} {us:9.2f} us {rec['ratio_to_copy']:.2f} of copy "
+                  f" x{rec['vs_rule']:.3f} vs rule  ({rec['config']}){'' if ok else '  WRONG'}", flush=True)
+        if args.json:
+            common.write_sweep_json(args.json, args, copy, records)
+    common.plot_sweep_records(args, records, plot_sweep)
     return 0 if all(r.get("ok", True) for r in records) else 1
 
 
