@@ -782,8 +782,9 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
 # thread: fp32 values, or for 16-bit rows int32 words of two elements (_load_held, _pair_values); the backward holds
 # y and dy, 16 words each. At 64 registers (the register file's share): the forward four 8-warp programs per SM of
 # 32 KiB chunks, so three load while one waits at its exchange (against two 16-warp programs of 64 KiB: bf16 +9-11%,
-# fp32 +1-10% from 50257 to 262144 columns, session 27); the backward two 16-warp programs of 64 KiB (four of 32 KiB:
-# +5-9% at 2048x50257 but -1-3% at 131072-262144 columns and -2% at bf16 32x1M).
+# fp32 +1-10% from 50257 to 262144 columns, session 27; eight 4-warp programs of 16 KiB: -5-10% from 131072 columns,
+# +12% at bf16 2048x50257, session 28); the backward two 16-warp programs of 64 KiB (four of 32 KiB: +5-9% at
+# 2048x50257 but -1-3% at 131072-262144 columns and -2% at bf16 32x1M).
 SPLIT_ROW_HELD = {4: {"fwd": LaunchConfig(8192, 8, 1, per_sm=4, maxnreg=64, held=True),
                       "bwd": LaunchConfig(8192, 16, 1, per_sm=2, maxnreg=64, held=True)},
                   2: {"fwd": LaunchConfig(16384, 8, 1, per_sm=4, maxnreg=64, held=True),
