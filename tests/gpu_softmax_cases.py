@@ -15,6 +15,7 @@ import cuda_portfolio as cp
 from cuda_portfolio.softmax import _backend_module
 from tests.gpu_util import TOLERANCE, GpuTestCase, poisoned_like
 from tests.softmax_reference import grad_scale, reference_grad
+from tests.split_row_forms import split_row_forced
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 COLS = (1, 7, 1000, 1025, 4097, 50257, 131072, 1 << 20)
@@ -115,15 +116,9 @@ class SoftmaxGpuTest(GpuTestCase):
         the form."""
         module = _backend_module("triton")
         inf = float("inf")
-
-        def forced(form):
-            def pick(streamed, cols, dtype, direction, whole_units, device):
-                return module.held_config(cols, dtype, direction) if form == "held" and whole_units else streamed
-            return mock.patch.object(module, "split_row_config", pick)
-
         for form in ("held", "streamed"):
             for dtype in DTYPES:
-                with forced(form):
+                with split_row_forced(form):
                     for rows, cols in ((5, 1 << 20), (37, 131069), (3, 50257)):
                         with self.subTest(form=form, dtype=dtype, rows=rows, cols=cols):
                             self.check_direct(module, "split_row", rows, cols, dtype)

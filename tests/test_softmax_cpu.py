@@ -11,22 +11,13 @@ import cuda_portfolio as cp
 from cuda_portfolio._backends import triton_interpreting
 from cuda_portfolio.triton_kernels import softmax as triton_softmax
 from tests.softmax_reference import grad_scale, reference_grad
+from tests.split_row_forms import split_row_forced
 
 needs_interpreter = unittest.skipUnless(triton_interpreting(), "needs TRITON_INTERPRET=1 (set on machines without a GPU)")
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2}
 CPU = torch.device("cpu")
-
-
-def split_row_forced(form: str):
-    """A patch that makes split_row launch `form` ("held" or "streamed") wherever it can (the held form needs rows
-    moved in whole 16-byte units, and off the GPU rows of one chunk)."""
-    def pick(streamed, cols, dtype, direction, whole_units, device):
-        held = triton_softmax.held_config(cols, dtype, direction)
-        one_chunk = cols <= held.block_n
-        return held if form == "held" and whole_units and (one_chunk or device.type == "cuda") else streamed
-    return mock.patch.object(triton_softmax, "split_row_config", pick)
 
 
 def relative_error(out: torch.Tensor, ref: torch.Tensor, scale: float | None = None) -> float:

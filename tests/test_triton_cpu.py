@@ -88,9 +88,10 @@ json.dump(out, sys.stdout)
 # registers, no longer spills (its 16-bit unaligned specialization spilled 4 bytes before the
 # one-exponential update and the ftz exponential).
 KNOWN_TRITON_SOFTMAX_SPILLS = {"softmax_fwd_block_per_row_kernel", "softmax_bwd_block_per_row_kernel"}
-# split_row's held forward keeps a 64 KiB chunk in 32 registers per thread under its 64-register cap: ptxas spills
-# 8-24 bytes (fp32, 16-bit; with and without EDGES), stored before the row exchange and loaded after it, a few
-# accesses per 64 KiB job (docs/perf-log.md, session 27). More than this bound would be a new spill.
+# split_row's held forward keeps its chunk in 32 registers per thread under its 64-register cap, and ptxas may spill
+# a few words, stored before the row exchange and loaded after it: 8-24 bytes with session 27's 64 KiB chunks
+# (docs/perf-log.md), 0-8 with the 32 KiB chunks since session 28 (fp32 aligned 8, the others 0). More than this
+# bound would be a new spill.
 HELD_SPLIT_ROW_FORWARD_SPILL_BYTES = 24
 
 

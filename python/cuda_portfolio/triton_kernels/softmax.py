@@ -909,9 +909,10 @@ def _counters(rows: int, device: torch.device) -> torch.Tensor:
 
 def _split_geometry(rows: int, cols: int, bytes_per_col: int, config: LaunchConfig,
                     device: torch.device) -> tuple[int, int, int]:
-    """(chunks per row, columns per chunk, programs) for split_row. Held: chunks of _held_chunk_cols. Streamed: every resident program holds one chunk, and chunks are sized so all of them together fit the L2 budget
-    (pass 2 re-reads its chunk from L2); at least cdiv(cols, programs) columns, so a row never has more chunks than
-    there are programs (the exchange waits for all of them); a whole number of tiles."""
+    """(chunks per row, columns per chunk, programs) for split_row. Held: chunks of _held_chunk_cols. Streamed: every
+    resident program holds one chunk, and chunks are sized so all of them together fit the L2 budget (pass 2 re-reads
+    its chunk from L2); at least cdiv(cols, programs) columns, so a row never has more chunks than there are programs
+    (the exchange waits for all of them); a whole number of tiles."""
     programs = _sm_count(device) * config.per_sm
     if config.held:
         chunk_cols = _held_chunk_cols(cols, config.block_n)
