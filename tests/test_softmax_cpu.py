@@ -245,6 +245,18 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                                                        (torch.float16, "bwd", 16383, 16384, 16)):
             config = triton_softmax.held_config(cols, dtype, direction)
             self.assertEqual((config.block_n, config.num_warps), (block_n, warps))
+        # 16-bit forward rows of at most 128 KiB: quarter tiles (8192 columns), 4 warps, 8 programs per SM; longer
+        # rows, fp32 rows and the backward keep the table's
+        for dtype, direction, cols, expected in ((torch.bfloat16, "fwd", 50257, triton_softmax.HELD_QUARTER_FWD),
+                                                 (torch.float16, "fwd", 65536, triton_softmax.HELD_QUARTER_FWD),
+                                                 (torch.bfloat16, "fwd", 65537, triton_softmax.SPLIT_ROW_HELD[2]["fwd"]),
+                                                 (torch.bfloat16, "bwd", 50257, triton_softmax.SPLIT_ROW_HELD[2]["bwd"]),
+                                                 (torch.float32, "fwd", 32768, triton_softmax.SPLIT_ROW_HELD[4]["fwd"])):
+            with self.subTest(dtype=dtype, direction=direction, cols=cols):
+                self.assertEqual(triton_softmax.held_config(cols, dtype, direction), expected)
+        chunks, chunk_cols, _ = triton_softmax._split_geometry(
+            2048, 50257, 2, triton_softmax.held_config(50257, torch.bfloat16, "fwd"), CPU)
+        self.assertEqual((chunks, chunk_cols), (7, 7184))
 
     def test_block_per_row_prefetching_persistent_form(self):
         # 16-bit rows of 17000 columns take the prefetching form (next_pow2 = 32768); 7 rows over the
@@ -334,9 +346,10 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(16384, 1024, torch.bfloat16, CPU), "warp_per_row")
         self.assertEqual(triton_softmax.choose_plan(2, 1024, torch.float32, CPU), "warp_per_row")  # < 1 row per SM
         self.assertEqual(triton_softmax.choose_plan(4096, 4096, torch.bfloat16, CPU), "block_per_row")
-        self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(2048, 32769, torch.bfloat16, CPU), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "split_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU, "bwd"), "split_row")
-        self.assertEqual(triton_softmax.choose_plan(1, 50257, torch.bfloat16, CPU), "split_row")  # < 7/8 row per SM
+        self.assertEqual(triton_softmax.choose_plan(1, 50257, torch.bfloat16, CPU), "split_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.float32, CPU), "split_row")  # 200 KB rows
         self.assertEqual(triton_softmax.choose_plan(1024, 131072, torch.bfloat16, CPU), "split_row")
         self.assertEqual(triton_softmax.choose_plan(4, 4194304, torch.float32, CPU), "split_row")

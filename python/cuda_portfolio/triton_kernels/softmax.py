@@ -15,18 +15,19 @@ memory, which Triton cannot express):
                  wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4). The
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
-  block_online   any cols (auto: many rows of <= 128 KiB): a persistent program walks rows;
+  block_online   any cols (never auto: split_row measured faster at every row it took, session 29):
+                 a persistent program walks rows;
                  pass 1 keeps per-thread running (max, sum) pairs over BLOCK_N-column tiles
                  (online softmax, one read), pass 2 walks the tiles backwards (the newest are still
                  in L2) to normalize and write. The persistent grid is sized so the rows in flight
                  fit in L2. Bound: bytes, 1 read + 1 write when pass 2 hits L2, up to 2 reads +
                  1 write when it misses.
-  split_row      any cols (auto: every other row past 32768 columns): each row is cut into
+  split_row      any cols (auto: every row past 32768 columns): each row is cut into
                  chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
                  its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
                  row's other chunks, combines the partials and normalizes its chunk at once. Two
-                 forms (split_row_config): held, a chunk is one tile (forward 32 KiB, backward 64 KiB
-                 of y and dy) loaded at once and kept in registers through the exchange (16-bit rows
+                 forms (split_row_config): held, a chunk is one tile (forward 32 KiB, 16 KiB for 16-bit
+                 rows of at most 128 KiB; backward 64 KiB of y and dy) loaded at once and kept in registers through the exchange (16-bit rows
                  as words of two elements), taken when many rows are in flight; streamed, a chunk is
                  many tiles, re-read from L2 (all chunks in flight fit the L2 budget). Bound: bytes,
                  1 read + 1 write (streamed: as block_online), plus one exchange per row. The ticket
@@ -89,7 +90,6 @@ from .tuning import fastest, tuning_off
 PLANS = ("warp_per_row", "block_per_row", "block_online", "split_row")
 WARP_PER_ROW_MAX_COLS = 1024
 BLOCK_PER_ROW_MAX_COLS = 32768
-ONLINE_MAX_ROW_BYTES = 128 << 10  # auto: block_online's longest rows (choose_plan)
 L2_BUDGET_BYTES = 32 << 20    # H200 has 60 MiB of L2: keep re-read working sets well inside it
 INTERPRETER_SM_COUNT = 3      # CPU "device": small, so tests exercise persistent loops
 STREAM_BYTES_AHEAD = 64 << 10  # first-pass loads in flight per streaming program (async copies to shared memory)
@@ -797,14 +797,25 @@ SPLIT_ROW_HELD = {4: {"fwd": LaunchConfig(8192, 8, 1, per_sm=4, maxnreg=64, held
 #   forward:  fp32 16-33 rows +5-6%, 66 rows (2048x50257: chunks of 77% of a tile) -2%, 4 rows -8%, 1 row -13%;
 #             16-bit 66 rows +7%, 33 rows flat, 132 rows (2048x50257) -1%, 8 rows -7%, 2 rows -9%.
 HELD_ROWS_IN_FLIGHT = {"fwd": 16, "bwd": 4}
+# 16-bit forward rows of at most 128 KiB hold quarter tiles (16 KiB) in eight 4-warp programs per SM. Measured on the
+# H200 against the table's half tiles (session 29, results/h200/experiments/softmax-triton-1e2f0e0-held-quarter-*):
+# bf16 and fp16 alike, 2048x33000 +19-20%, 2048x40000 / 2048x50257 / 4096x50257 +11-12%, 512x65536 +3%, 1024x65536
+# flat; past 128 KiB they lose (bf16 1024x131072 -4%, 256x262144 -7%: scripts/sweep_triton_held_tiles.py). fp32 rows
+# gain nothing from them (the sweep: -12% to +4% from 20000 to 262144 columns), so fp32 keeps half tiles. Not
+# profiled; the largest gains are where quarter tiles fill better (2048x33000: chunks fill 81% of a quarter tile, 67%
+# of a half tile), but 16-bit rows of whole half tiles gain too (2048x32768 +3%).
+HELD_QUARTER_FWD = LaunchConfig(8192, 4, 1, per_sm=8, maxnreg=64, held=True)
+HELD_QUARTER_MAX_ROW_BYTES = 128 << 10
 
 
 def held_config(cols: int, dtype: torch.dtype, direction: str) -> LaunchConfig:
-    """SPLIT_ROW_HELD for rows of `cols`: a row of one chunk shorter than the tile takes the smallest power-of-two tile
+    """SPLIT_ROW_HELD (HELD_QUARTER_FWD for 16-bit forward rows of at most 128 KiB) for rows of `cols`: a row of one chunk shorter than the tile takes the smallest power-of-two tile
     that holds it, with warps in proportion (at least 4), so short rows do not reduce mostly empty tiles (under the
     interpreter, the CPU tier's split_row cost scales with the tile). A row of several chunks keeps the table's tile:
     its chunks are more than half a tile each."""
     held = SPLIT_ROW_HELD[dtype.itemsize][direction]
+    if dtype.itemsize == 2 and direction == "fwd" and cols * dtype.itemsize <= HELD_QUARTER_MAX_ROW_BYTES:
+        held = HELD_QUARTER_FWD
     block_n = min(held.block_n, triton.next_power_of_2(_held_chunk_cols(cols, held.block_n)))
     return held._replace(block_n=block_n, num_warps=max(4, held.num_warps * block_n // held.block_n))
 
@@ -853,24 +864,21 @@ def check_plan(plan: str, rows: int, cols: int, dtype: torch.dtype, device: torc
 
 def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, direction: str = "fwd") -> str:
     """Short rows: several per program; rows that fit in registers: one per program; longer rows: split across
-    programs, except rows of at most ONLINE_MAX_ROW_BYTES when there are about as many rows as SMs (block_online).
-    Measured on the H200 (132 SMs) with split_row v3 (results/h200/experiments/softmax-plans-37f0df0-split-v3.json):
-    split_row wins every fp32 shape from 2048x50257 to 4x4194304, both ways (0.52-0.75 of copy against
-    0.03-0.59), and 16-bit rows from 131072 columns; block_online keeps 2048x50257 bf16 (0.48 / 0.53 against
-    0.42-0.44 / 0.45-0.47), where a 100 KB row is a single chunk. Since split_row's backward holds its chunks in
-    registers (session 27), it takes those rows' backward too: bf16 2048x50257 0.77 of copy
-    (results/h200/experiments/softmax-triton-a91142a-split-row-pairs-after.json) against block_online's 0.66 (036cab5
-    preset); the forward stays (split_row held 0.64 against 0.72). fp32 rows of 513-1024 columns, with a row per SM
-    or more, take block_per_row (session 20, results/h200/experiments/softmax-plans-65e4776-short-rows.json, 16384x1024:
-    0.98 / 1.00 of copy against warp_per_row's 0.95 / 0.99; 16-bit rows measured even and keep warp_per_row)."""
+    programs (split_row). Measured on the H200 (132 SMs) with split_row v3
+    (results/h200/experiments/softmax-plans-37f0df0-split-v3.json): split_row wins every fp32 shape from 2048x50257 to
+    4x4194304, both ways (0.52-0.75 of copy against 0.03-0.59), and 16-bit rows from 131072 columns. 16-bit rows of
+    at most 128 KiB with about a row per SM or more went to block_online until split_row held its chunks in registers:
+    the backward since session 27 (bf16 2048x50257 0.77 of copy against block_online's 0.66), the forward since its
+    quarter tiles (session 29, results/h200/experiments/softmax-triton-1e2f0e0-held-quarter-*.json: bf16 2048x33000 /
+    2048x40000 / 2048x50257 / 4096x50257 / 1024x65536 0.75 / 0.83 / 0.78 / 0.81 / 0.82 against 0.67 / 0.79 / 0.72 /
+    0.74 / 0.80; 512x65536 0.76 against 0.77; fp16 the same within 0.01). fp32 rows of 513-1024 columns, with a row
+    per SM or more, take block_per_row (session 20, results/h200/experiments/softmax-plans-65e4776-short-rows.json,
+    16384x1024: 0.98 / 1.00 of copy against warp_per_row's 0.95 / 0.99; 16-bit rows measured even and keep
+    warp_per_row)."""
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
-    if cols <= BLOCK_PER_ROW_MAX_COLS:
-        return "block_per_row"
-    many_rows = rows >= 7 * _sm_count(device) // 8
-    online = direction == "fwd" and many_rows and cols * dtype.itemsize <= ONLINE_MAX_ROW_BYTES
-    return "block_online" if online else "split_row"
+    return "block_per_row" if cols <= BLOCK_PER_ROW_MAX_COLS else "split_row"
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
@@ -1149,10 +1157,13 @@ def aot_specs(dtype: torch.dtype):
              {"BLOCK_N": split.block_n, "CHUNKS_P2": 256, "THREADS": 32 * split.num_warps, "EDGES": edges,
               "HELD": False}, split, specializations),
         ]
-    # split_row's held form, in the specializations it launches in (split_row_config): 16-byte rows, and EDGES.
-    for direction, fn, sig in (("fwd", softmax_fwd_split_row_kernel, split_fwd),
-                               ("bwd", softmax_bwd_split_row_kernel, split_bwd)):
-        held = SPLIT_ROW_HELD[dtype.itemsize][direction]
+    # split_row's held form, in the specializations it launches in (split_row_config): 16-byte rows, and EDGES; each
+    # tile it holds (held_config).
+    held_forms = [("fwd", softmax_fwd_split_row_kernel, split_fwd, SPLIT_ROW_HELD[dtype.itemsize]["fwd"]),
+                  ("bwd", softmax_bwd_split_row_kernel, split_bwd, SPLIT_ROW_HELD[dtype.itemsize]["bwd"])]
+    if dtype.itemsize == 2:
+        held_forms.append(("fwd", softmax_fwd_split_row_kernel, split_fwd, HELD_QUARTER_FWD))
+    for direction, fn, sig, held in held_forms:
         for edges, specializations in ((False, aligned_only), (True, unaligned_only)):
             consts = {"BLOCK_N": held.block_n, "CHUNKS_P2": 256, "EDGES": edges, "HELD": True}
             consts.update({"THREADS": 32 * held.num_warps} if direction == "fwd"
