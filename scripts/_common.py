@@ -150,20 +150,36 @@ def nvtx_range(message: str):
 
 
 def launch_time_us(call, copies: int, samples: int) -> float:
-    """Microseconds per call of call(i), i cycling over `copies` input sets, timed as the benchmark
-    times one provider (cuda_portfolio.bench.timing.LaunchTimer: warm-up, then CUDA-graph replay of
-    ~2 ms of calls, or events with PYTORCH_NO_CUDA_MEMORY_CACHING=1): the median of `samples`. For
-    the sweep scripts; the benchmark itself adds peers, interleaved rounds and an A/A control."""
+    """Microseconds per call of call(i), i cycling over `copies` input sets: launch_times_us of one call, one round."""
+    return launch_times_us({"call": call}, copies, samples, rounds=1)["call"]
+
+
+def launch_times_us(calls: dict, copies: int, samples: int, rounds: int = 3) -> dict:
+    """Microseconds per call for each named call(i), i cycling over `copies` input sets, timed as the benchmark
+    times a case's providers (cuda_portfolio.bench.timing.LaunchTimer: warm-up, then CUDA-graph replay of ~2 ms of
+    calls, or events with PYTORCH_NO_CUDA_MEMORY_CACHING=1): every call's timer is prepared first, then `rounds`
+    rounds take `samples` samples of each, the calls in an order rotated by one each round, so no call is always
+    the first timed or always follows the same one; the median of each call's samples. A call prepared in a graph
+    is captured once: whatever it reads at launch (an environment override) must be set by the call itself. For the
+    sweep scripts; the benchmark itself adds peers and an A/A control."""
     from cuda_portfolio.bench.timing import LaunchTimer, TimingSettings, default_method, l2_bytes
 
     method, reason = default_method()
-    timer = LaunchTimer([functools.partial(call, i) for i in range(copies)],
-                        TimingSettings(method=method, method_reason=reason, l2_bytes=l2_bytes()))
+    settings = TimingSettings(method=method, method_reason=reason, l2_bytes=l2_bytes())
+    timers = {name: LaunchTimer([functools.partial(call, i) for i in range(copies)], settings)
+              for name, call in calls.items()}
+    names = list(timers)
+    times = {name: [] for name in names}
     try:
-        timer.prepare()
-        return statistics.median(timer.sample(samples)) * 1e3
+        for timer in timers.values():
+            timer.prepare()
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                times[name] += timers[name].sample(samples)
+        return {name: statistics.median(t) * 1e3 for name, t in times.items()}
     finally:
-        timer.close()
+        for timer in timers.values():
+            timer.close()
 
 
 def start_sweep(script: str, args, plot) -> tuple[float, int] | None:

@@ -5,13 +5,14 @@
     python scripts/sweep_split_row_slices.py --replot results/h200/experiments/split-row-slices-c34cae5.json \
         --plot slices.png          (draws a stored sweep; no GPU needed)
 
-For each (shape, dtype, direction) it times the plan's own choice first (`rule`), then every count
-in --slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts
+For each (shape, dtype, direction) it times the plan's own choice (`rule`) and every count in
+--slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts
 ("Nc", which can land on fewer slices). The count reaches the native layout through
-CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call. Each point is timed as the benchmark times a provider
-(as a user runs it: the workspace is zeroed once per stream, no memset per call), over its rotation
-of input copies (input_copies_for; _common.launch_time_us, the median of --samples), and divided into the
-benchmark's device-copy ceiling. Every point's output is checked against float64 PyTorch, and its
+CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call (each point's call sets it). The points of a case are
+timed as the benchmark times a case's providers (as a user runs them: the workspace is zeroed once per
+stream, no memset per call), over their rotation of input copies: --rounds rounds of --samples samples
+each, the points in an order rotated by one each round (_common.launch_times_us, the median of each
+point's samples), and divided into the benchmark's device-copy ceiling. Every point's output is checked against float64 PyTorch, and its
 inputs unchanged. For looking at layouts, not for the README: the benchmark (python -m
 cuda_portfolio.bench) is what measures against peers.
 """
@@ -37,7 +38,8 @@ def parse_args(argv=None):
     p.add_argument("--dtype", default="fp32,bf16")
     p.add_argument("--direction", default="fwd,bwd")
     p.add_argument("--slices", default=None, help="counts to force, comma-separated (default: per shape)")
-    p.add_argument("--samples", type=int, default=5)
+    p.add_argument("--samples", type=int, default=5, help="timed samples of each point per round")
+    p.add_argument("--rounds", type=int, default=3, help="rounds over the case's points, each in a rotated order")
     p.add_argument("--json", default=None)
     p.add_argument("--plot", default=None, help="PNG: ratio to copy against the slice count, one panel per case")
     p.add_argument("--replot", default=None, metavar="JSON", help="draw a stored sweep (with --plot) and exit")
@@ -81,10 +83,19 @@ def plot_sweep(doc: dict, path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
-def make_call(native_softmax, direction, inputs, out):
-    if direction == "fwd":
-        return lambda i: native_softmax.forward(inputs[i][0], out, "split_row")
-    return lambda i: native_softmax.backward(inputs[i][0], inputs[i][1], out, "split_row")
+def make_call(native_softmax, direction, inputs, out, forced):
+    """call(i) of split_row at `forced` slices (None: the rule's), which it sets in the environment itself: a graph
+    captures the launch once, and the points of a case are timed in turn."""
+    def call(i):
+        if forced:
+            os.environ[ENV] = forced
+        else:
+            os.environ.pop(ENV, None)
+        if direction == "fwd":
+            native_softmax.forward(inputs[i][0], out, "split_row")
+        else:
+            native_softmax.backward(inputs[i][0], inputs[i][1], out, "split_row")
+    return call
 
 
 def main(argv=None) -> int:
@@ -96,30 +107,27 @@ def main(argv=None) -> int:
     from cuda_portfolio.native import softmax as native_softmax
 
     records = []
-    for shape_text, dname, case in common.softmax_sweep_cases(args, l2):
-        rows, cols, direction = case.rows, case.cols, case.direction
-        counts = [int(s) for s in args.slices.split(",")] if args.slices else DEFAULT_SLICES.get((rows, cols), [])
-        call = make_call(native_softmax, direction, case.inputs, case.out)
-        rule_us = None
-        for forced in [None] + [f"{n}{cut}" for n in counts for cut in ("", "c")]:
-            if forced:
-                os.environ[ENV] = forced
-            else:
-                os.environ.pop(ENV, None)
-            us = common.launch_time_us(call, case.copies, args.samples)
-            err, ok = case.check(call)
-            rule_us = us if forced is None else rule_us
-            rec = {"shape": [rows, cols], "dtype": dname, "direction": direction,
-                   "slices": forced or "rule", "us": us, "tb_per_s": case.bytes_moved / us / 1e6,
-                   "ratio_to_copy": case.bytes_moved / us / 1e6 / copy,
-                   "vs_rule": rule_us / us, "rel_err": err, "ok": ok}
-            records.append(rec)
-            print(f"{shape_text} {dname} {direction} slices={rec['slices']:>4} {us:8.2f} us "
-                  f"{rec['ratio_to_copy']:.2f} of copy  x{rec['vs_rule']:.3f} vs rule{'' if ok else '  WRONG'}",
-                  flush=True)
+    try:
+        for shape_text, dname, case in common.softmax_sweep_cases(args, l2):
+            rows, cols, direction = case.rows, case.cols, case.direction
+            counts = [int(s) for s in args.slices.split(",")] if args.slices else DEFAULT_SLICES.get((rows, cols), [])
+            calls = {forced or "rule": make_call(native_softmax, direction, case.inputs, case.out, forced)
+                     for forced in [None] + [f"{n}{cut}" for n in counts for cut in ("", "c")]}
+            times = common.launch_times_us(calls, case.copies, args.samples, args.rounds)
+            for name, us in times.items():
+                err, ok = case.check(calls[name])
+                rec = {"shape": [rows, cols], "dtype": dname, "direction": direction,
+                       "slices": name, "us": us, "tb_per_s": case.bytes_moved / us / 1e6,
+                       "ratio_to_copy": case.bytes_moved / us / 1e6 / copy,
+                       "vs_rule": times["rule"] / us, "rel_err": err, "ok": ok}
+                records.append(rec)
+                print(f"{shape_text} {dname} {direction} slices={name:>4} {us:8.2f} us "
+                      f"{rec['ratio_to_copy']:.2f} of copy  x{rec['vs_rule']:.3f} vs rule{'' if ok else '  WRONG'}",
+                      flush=True)
+            if args.json:
+                common.write_sweep_json(args.json, args, copy, records)
+    finally:
         os.environ.pop(ENV, None)
-        if args.json:
-            common.write_sweep_json(args.json, args, copy, records)
     common.plot_sweep_records(args, records, plot_sweep)
     return 0 if all(r["ok"] for r in records) else 1
 

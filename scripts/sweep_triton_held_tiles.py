@@ -8,12 +8,13 @@ A held program keeps its chunk in registers through the row exchange: 32 words a
 values, or 16-bit pairs; the backward 16 of y and 16 of dy), so a program of W warps holds a tile of W x 1024 words,
 and the register file fits P such programs per SM while W x P <= 32. Each variant `WxP` (--variants) is that
 program at P per SM; its chunks are the fewest that fit its tile, of equal length (the rule's _held_chunk_cols). For
-each (shape, dtype, direction) the sweep times the plan's own choice first (`rule`: held or streamed by
-split_row_config), then each variant, as the benchmark times a provider, over its rotation of input copies
-(_common.launch_time_us, the median of --samples), divided into the benchmark's device-copy ceiling. A variant
-whose row has more chunks than the grid has resident programs would wait forever at its first exchange, so it is
-listed as skipped, not run. Every point's output is checked against float64 PyTorch, and its inputs unchanged. For
-choosing the table, not for the README: the benchmark (python -m cuda_portfolio.bench) measures against peers.
+each (shape, dtype, direction) the sweep times the plan's own choice (`rule`: held or streamed by split_row_config)
+and each variant as the benchmark times a case's providers, over their rotation of input copies: --rounds rounds of
+--samples samples each, the variants in an order rotated by one each round (_common.launch_times_us, the median of
+each variant's samples), divided into the benchmark's device-copy ceiling. A variant whose row has more chunks
+than the grid has resident programs would wait forever at its first exchange, so it is listed as skipped, not run.
+Every point's output is checked against float64 PyTorch, and its inputs unchanged. For choosing the table, not for
+the README: the benchmark (python -m cuda_portfolio.bench) measures against peers.
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def parse_args(argv=None):
     p.add_argument("--direction", default="fwd")
     p.add_argument("--variants", default="16x2,8x4,4x8",
                    help="WxP: programs of W warps, P per SM (W x P <= 32), comma-separated")
-    p.add_argument("--samples", type=int, default=5)
+    p.add_argument("--samples", type=int, default=5, help="timed samples of each variant per round")
+    p.add_argument("--rounds", type=int, default=3, help="rounds over the case's variants, each in a rotated order")
     p.add_argument("--json", default=None)
     p.add_argument("--plot", default=None, help="PNG: ratio to copy against the row length, one panel per case")
     p.add_argument("--replot", default=None, metavar="JSON", help="draw a stored sweep (with --plot) and exit")
@@ -113,32 +115,36 @@ def main(argv=None) -> int:
             else:
                 triton_softmax.backward(*case.inputs[i], case.out, "split_row")
 
-        rule_us = None
+        calls, case_records = {}, []
         for variant in [None] + args.variant_list:
             name = "rule" if variant is None else "x".join(map(str, variant))
             rec = {"shape": [rows, cols], "dtype": dname, "direction": direction, "variant": name}
+            case_records.append(rec)
             if variant is None:
-                call, rec["config"] = rule_call, rule
-            else:
-                config = variant_config(triton_softmax, *variant, dtype, direction)
-                chunks, chunk_cols, programs = triton_softmax._split_geometry(
-                    rows, cols, dtype.itemsize, config, case.out.device)
-                rec["config"] = (f"{config.num_warps} warps, {config.block_n}-column tiles, {chunks} chunks "
-                                 f"of {chunk_cols}, {programs} programs")
-                if not (aligned or edges) or chunks > programs:
-                    rec["skipped"] = ("rows not moved in whole 16-byte units" if not (aligned or edges)
-                                      else "more chunks per row than resident programs")
-                    records.append(rec)
-                    print(f"{shape_text} {dname} {direction} {name:>5}  skipped: {rec['skipped']}")
-                    continue
-                call = functools.partial(call_with, config)
-            us = common.launch_time_us(call, case.copies, args.samples)
-            err, ok = case.check(call)
-            rule_us = us if variant is None else rule_us
-            rec.update({"us": us, "tb_per_s": case.bytes_moved / us / 1e6,
-                        "ratio_to_copy": case.bytes_moved / us / 1e6 / copy, "vs_rule": rule_us / us,
-                        "rel_err": err, "ok": ok})
+                calls[name], rec["config"] = rule_call, rule
+                continue
+            config = variant_config(triton_softmax, *variant, dtype, direction)
+            chunks, chunk_cols, programs = triton_softmax._split_geometry(rows, cols, dtype.itemsize, config,
+                                                                          case.out.device)
+            rec["config"] = (f"{config.num_warps} warps, {config.block_n}-column tiles, {chunks} chunks "
+                             f"of {chunk_cols}, {programs} programs")
+            if not (aligned or edges) or chunks > programs:
+                rec["skipped"] = ("rows not moved in whole 16-byte units" if not (aligned or edges)
+                                  else "more chunks per row than resident programs")
+                continue
+            calls[name] = functools.partial(call_with, config)
+        times = common.launch_times_us(calls, case.copies, args.samples, args.rounds)
+        for rec in case_records:
+            name = rec["variant"]
             records.append(rec)
+            if name not in times:
+                print(f"{shape_text} {dname} {direction} {name:>5}  skipped: {rec['skipped']}")
+                continue
+            us = times[name]
+            err, ok = case.check(calls[name])
+            rec.update({"us": us, "tb_per_s": case.bytes_moved / us / 1e6,
+                        "ratio_to_copy": case.bytes_moved / us / 1e6 / copy, "vs_rule": times["rule"] / us,
+                        "rel_err": err, "ok": ok})
             print(f"{shape_text} {dname} {direction} {name:>5} {us:9.2f} us {rec['ratio_to_copy']:.2f} of copy "
                   f" x{rec['vs_rule']:.3f} vs rule  ({rec['config']}){'' if ok else '  WRONG'}", flush=True)
         if args.json:

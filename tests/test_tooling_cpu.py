@@ -275,6 +275,47 @@ class SweepReplotTest(unittest.TestCase):
         self.assertGreater((work / "held.png").stat().st_size, 10000)
 
 
+class SweepTimingOrderTest(unittest.TestCase):
+    def test_every_timer_prepared_first_then_rounds_in_rotated_order(self):
+        """_common.launch_times_us: all timers prepared (warm-up, capture) before any sample, then each round samples
+        every call once, starting one further along each round, and each call's median is over all its rounds."""
+        from unittest import mock
+
+        from cuda_portfolio.bench import timing
+
+        common = load_script("sweep_triton_held_tiles.py").common
+        events = []
+
+        class FakeTimer:
+            def __init__(self, launches, settings):
+                self.name = launches[0].func.__name__  # functools.partial(call, i)
+                self.launches = launches
+
+            def prepare(self):
+                events.append(("prepare", self.name))
+
+            def sample(self, count):
+                events.append(("sample", self.name))
+                return [{"a": 0.001, "b": 0.002, "c": 0.003}[self.name]] * count
+
+            def close(self):
+                events.append(("close", self.name))
+
+        with mock.patch.object(timing, "LaunchTimer", FakeTimer), \
+                mock.patch.object(timing, "default_method", lambda: ("graph", "test")), \
+                mock.patch.object(timing, "l2_bytes", lambda: 1 << 20):
+            def a(i): pass
+            def b(i): pass
+            def c(i): pass
+            times = common.launch_times_us({"a": a, "b": b, "c": c}, copies=2, samples=4, rounds=3)
+        self.assertEqual(times, {"a": 1.0, "b": 2.0, "c": 3.0})
+        self.assertEqual([e for e in events if e[0] == "prepare"], [("prepare", n) for n in "abc"])
+        self.assertEqual(events.index(("prepare", "c")), 2)  # before the first sample
+        order = "".join(name for kind, name in events if kind == "sample")
+        self.assertEqual(order, "abc" + "bca" + "cab")
+        self.assertEqual(sorted(name for kind, name in events if kind == "close"), list("abc"))
+
+
 class HeldTileSweepModelTest(unittest.TestCase):
     def test_variants_are_the_tables_program_shapes(self):
         """The sweep's WxP programs hold 32 words a thread, as SPLIT_ROW_HELD's and HELD_QUARTER_FWD do: the table's
