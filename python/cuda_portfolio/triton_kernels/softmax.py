@@ -15,8 +15,8 @@ memory, which Triton cannot express):
                  wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4). The
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
-  block_online   any cols (never auto: split_row measured faster at every row it took, session 29):
-                 a persistent program walks rows;
+  block_online   any cols (not auto since session 29: split_row in quarter tiles measured as fast or
+                 faster on every row it took): a persistent program walks rows;
                  pass 1 keeps per-thread running (max, sum) pairs over BLOCK_N-column tiles
                  (online softmax, one read), pass 2 walks the tiles backwards (the newest are still
                  in L2) to normalize and write. The persistent grid is sized so the rows in flight
