@@ -12,9 +12,9 @@ CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call (each point's call sets it). The 
 timed as the benchmark times a case's providers (as a user runs them: the workspace is zeroed once per
 stream, no memset per call), over their rotation of input copies: --rounds rounds of --samples samples
 each, the points in an order rotated by one each round (_common.launch_times_us, the median of each
-point's samples), and divided into the benchmark's device-copy ceiling. Every point's output is checked against float64 PyTorch, and its
-inputs unchanged. For looking at layouts, not for the README: the benchmark (python -m
-cuda_portfolio.bench) is what measures against peers.
+point's samples), and divided into the benchmark's device-copy ceiling. Every point's output is
+checked against float64 PyTorch, and its inputs unchanged. For looking at layouts, not for the
+README: the benchmark (python -m cuda_portfolio.bench) is what measures against peers.
 """
 from __future__ import annotations
 

@@ -247,11 +247,12 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
             self.assertEqual((config.block_n, config.num_warps), (block_n, warps))
         # 16-bit forward rows of at most 128 KiB: quarter tiles (8192 columns), 4 warps, 8 programs per SM; longer
         # rows, fp32 rows and the backward keep the table's
-        for dtype, direction, cols, expected in ((torch.bfloat16, "fwd", 50257, triton_softmax.HELD_QUARTER_FWD),
-                                                 (torch.float16, "fwd", 65536, triton_softmax.HELD_QUARTER_FWD),
-                                                 (torch.bfloat16, "fwd", 65537, triton_softmax.SPLIT_ROW_HELD[2]["fwd"]),
-                                                 (torch.bfloat16, "bwd", 50257, triton_softmax.SPLIT_ROW_HELD[2]["bwd"]),
-                                                 (torch.float32, "fwd", 32768, triton_softmax.SPLIT_ROW_HELD[4]["fwd"])):
+        quarter, table = triton_softmax.HELD_QUARTER_FWD, triton_softmax.SPLIT_ROW_HELD
+        for dtype, direction, cols, expected in ((torch.bfloat16, "fwd", 50257, quarter),
+                                                 (torch.float16, "fwd", 65536, quarter),
+                                                 (torch.bfloat16, "fwd", 65537, table[2]["fwd"]),
+                                                 (torch.bfloat16, "bwd", 50257, table[2]["bwd"]),
+                                                 (torch.float32, "fwd", 32768, table[4]["fwd"])):
             with self.subTest(dtype=dtype, direction=direction, cols=cols):
                 self.assertEqual(triton_softmax.held_config(cols, dtype, direction), expected)
         chunks, chunk_cols, _ = triton_softmax._split_geometry(

@@ -27,10 +27,11 @@ memory, which Triton cannot express):
                  its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
                  row's other chunks, combines the partials and normalizes its chunk at once. Two
                  forms (split_row_config): held, a chunk is one tile (forward 32 KiB, 16 KiB for 16-bit
-                 rows of at most 128 KiB; backward 64 KiB of y and dy) loaded at once and kept in registers through the exchange (16-bit rows
-                 as words of two elements), taken when many rows are in flight; streamed, a chunk is
-                 many tiles, re-read from L2 (all chunks in flight fit the L2 budget). Bound: bytes,
-                 1 read + 1 write (streamed: as block_online), plus one exchange per row. The ticket
+                 rows of at most 128 KiB; backward 64 KiB of y and dy) loaded at once and kept in
+                 registers through the exchange (16-bit rows as words of two elements), taken when
+                 many rows are in flight; streamed, a chunk is many tiles, re-read from L2 (all
+                 chunks in flight fit the L2 budget). Bound: bytes, 1 read + 1 write (streamed: as
+                 block_online), plus one exchange per row. The ticket
                  and arrival counters reset themselves (the last program out zeroes them), so each
                  stream's counters buffer is zeroed once when made, not per call (_counters). The
                  interpreter runs programs one after another, so a wait for another program would
@@ -809,10 +810,10 @@ HELD_QUARTER_MAX_ROW_BYTES = 128 << 10
 
 
 def held_config(cols: int, dtype: torch.dtype, direction: str) -> LaunchConfig:
-    """SPLIT_ROW_HELD (HELD_QUARTER_FWD for 16-bit forward rows of at most 128 KiB) for rows of `cols`: a row of one chunk shorter than the tile takes the smallest power-of-two tile
-    that holds it, with warps in proportion (at least 4), so short rows do not reduce mostly empty tiles (under the
-    interpreter, the CPU tier's split_row cost scales with the tile). A row of several chunks keeps the table's tile:
-    its chunks are more than half a tile each."""
+    """SPLIT_ROW_HELD (HELD_QUARTER_FWD for 16-bit forward rows of at most 128 KiB) for rows of `cols`: a row of one
+    chunk shorter than the tile takes the smallest power-of-two tile that holds it, with warps in proportion (at least
+    4), so short rows do not reduce mostly empty tiles (under the interpreter, the CPU tier's split_row cost scales
+    with the tile). A row of several chunks keeps the table's tile: its chunks are more than half a tile each."""
     held = SPLIT_ROW_HELD[dtype.itemsize][direction]
     if dtype.itemsize == 2 and direction == "fwd" and cols * dtype.itemsize <= HELD_QUARTER_MAX_ROW_BYTES:
         held = HELD_QUARTER_FWD
