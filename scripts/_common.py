@@ -159,7 +159,8 @@ def launch_times_us(calls: dict, copies: int, samples: int, rounds: int = 3) -> 
     times a case's providers (cuda_portfolio.bench.timing.LaunchTimer: warm-up, then CUDA-graph replay of ~2 ms of
     calls, or events with PYTORCH_NO_CUDA_MEMORY_CACHING=1): every call's timer is prepared first, then `rounds`
     rounds take `samples` samples of each, the calls in an order rotated by one each round, so no call is always
-    the first timed or always follows the same one; the median of each call's samples. A call prepared in a graph
+    the first timed (the first timed read cold, up to 6% slow, when each call was timed alone in turn); the median
+    of each call's samples. A call prepared in a graph
     is captured once: whatever it reads at launch (an environment override) must be set by the call itself. For the
     sweep scripts; the benchmark itself adds peers and an A/A control."""
     from cuda_portfolio.bench.timing import LaunchTimer, TimingSettings, default_method, l2_bytes
