@@ -158,24 +158,24 @@ def launch_times_us(calls: dict, copies: int, samples: int, rounds: int = 3) -> 
     """Microseconds per call for each named call(i), i cycling over `copies` input sets, timed as the benchmark
     times a case's providers (cuda_portfolio.bench.timing.LaunchTimer: warm-up, then CUDA-graph replay of ~2 ms of
     calls, or events with PYTORCH_NO_CUDA_MEMORY_CACHING=1): every call's timer is prepared first, then `rounds`
-    rounds take `samples` samples of each, the calls in an order rotated by one each round, so no call is always
-    the first timed (the first timed read cold, up to 6% slow, when each call was timed alone in turn); the median
-    of each call's samples. A call prepared in a graph
-    is captured once: whatever it reads at launch (an environment override) must be set by the call itself. For the
-    sweep scripts; the benchmark itself adds peers and an A/A control."""
+    rounds take `samples` samples of each, in the benchmark's rotated order (runner.rotated_rounds), so no call is
+    always the first timed (the first timed read cold, up to 6% slow, when each call was timed alone in turn); the
+    median of each call's samples. A call prepared in a graph is captured once: whatever it reads at launch (an
+    environment override) must be set by the call itself. For the sweep scripts; the benchmark itself adds peers and
+    an A/A control."""
+    from cuda_portfolio.bench.runner import rotated_rounds
     from cuda_portfolio.bench.timing import LaunchTimer, TimingSettings, default_method, l2_bytes
 
     method, reason = default_method()
     settings = TimingSettings(method=method, method_reason=reason, l2_bytes=l2_bytes())
     timers = {name: LaunchTimer([functools.partial(call, i) for i in range(copies)], settings)
               for name, call in calls.items()}
-    names = list(timers)
-    times = {name: [] for name in names}
+    times = {name: [] for name in timers}
     try:
         for timer in timers.values():
             timer.prepare()
-        for r in range(rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:
+        for order in rotated_rounds(list(timers), rounds):
+            for name in order:
                 times[name] += timers[name].sample(samples)
         return {name: statistics.median(t) * 1e3 for name, t in times.items()}
     finally:

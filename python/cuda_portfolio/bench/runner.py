@@ -28,6 +28,13 @@ def base_record(case: Case, provider) -> dict:
             "validation": {"rel_err": None, "tolerance": case.tolerance}}
 
 
+def rotated_rounds(items: list, rounds: int):
+    """Each round's order over `items`: all of them, starting one later each round (ABC, BCA, CAB, ...)."""
+    for round_index in range(rounds):
+        shift = round_index % max(1, len(items))
+        yield items[shift:] + items[:shift]
+
+
 def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory=LaunchTimer) -> list[dict]:
     """Time every provider of `case`; returns one record per provider (also the ones that cannot run)."""
     copies_n = input_copies_for(case.working_set_bytes, settings.l2_bytes)
@@ -52,9 +59,8 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
             continue
         active.append((record, timer, [], [], provider))
 
-    for round_index in range(settings.rounds):
-        shift = round_index % max(1, len(active))
-        for record, timer, samples, round_medians, _ in active[shift:] + active[:shift]:
+    for order in rotated_rounds(active, settings.rounds):
+        for record, timer, samples, round_medians, _ in order:
             if record["status"] != "ok":
                 continue
             try:

@@ -31,12 +31,11 @@ memory, which Triton cannot express):
                  registers through the exchange (16-bit rows as words of two elements), taken when
                  many rows are in flight; streamed, a chunk is many tiles, re-read from L2 (all
                  chunks in flight fit the L2 budget). Bound: bytes, 1 read + 1 write (streamed: as
-                 block_online), plus one exchange per row. The ticket
-                 and arrival counters reset themselves (the last program out zeroes them), so each
-                 stream's counters buffer is zeroed once when made, not per call (_counters). The
-                 interpreter runs programs one after another, so a wait for another program would
-                 never end there: off the GPU every row is one chunk, and the exchange across programs
-                 runs on GPUs only.
+                 block_online), plus one exchange per row. The ticket and arrival counters reset
+                 themselves (the last program out zeroes them), so each stream's counters buffer is
+                 zeroed once when made, not per call (_counters). The interpreter runs programs one
+                 after another, so a wait for another program would never end there: off the GPU
+                 every row is one chunk, and the exchange across programs runs on GPUs only.
 
 Bytes in flight, backward (block_online, split_row). A streaming program with plain loads has one tile
 in flight, and block_online's L2 cap leaves ~1 program per SM at 50257+ columns: too few bytes against
