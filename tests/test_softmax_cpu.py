@@ -348,6 +348,15 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(2, 1024, torch.float32, CPU), "warp_per_row")  # < 1 row per SM
         self.assertEqual(triton_softmax.choose_plan(4096, 4096, torch.bfloat16, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 32769, torch.bfloat16, CPU), "split_row")
+        # 16-bit forward rows past 16384 columns: quarter tiles once rows outnumber the quarter programs (8 per SM)
+        sms = triton_softmax.INTERPRETER_SM_COUNT
+        many, few = 8 * sms + 1, 8 * sms
+        self.assertEqual(triton_softmax.choose_plan(many, 16400, torch.bfloat16, CPU), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(many, 32768, torch.float16, CPU), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(few, 32768, torch.bfloat16, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(many, 16384, torch.bfloat16, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(many, 32768, torch.bfloat16, CPU, "bwd"), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(many, 32768, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "split_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU, "bwd"), "split_row")
         self.assertEqual(triton_softmax.choose_plan(1, 50257, torch.bfloat16, CPU), "split_row")

@@ -22,7 +22,8 @@ memory, which Triton cannot express):
                  in L2) to normalize and write. The persistent grid is sized so the rows in flight
                  fit in L2. Bound: bytes, 1 read + 1 write when pass 2 hits L2, up to 2 reads +
                  1 write when it misses.
-  split_row      any cols (auto: every row past 32768 columns): each row is cut into
+  split_row      any cols (auto: every row past 32768 columns, and 16-bit forward rows past 16384 when
+                 there are more rows than 8 per SM): each row is cut into
                  chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
                  its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
                  row's other chunks, combines the partials and normalizes its chunk at once. Two
@@ -806,6 +807,13 @@ HELD_ROWS_IN_FLIGHT = {"fwd": 16, "bwd": 4}
 # of a half tile), but 16-bit rows of whole half tiles gain too (2048x32768 +3%).
 HELD_QUARTER_FWD = LaunchConfig(8192, 4, 1, per_sm=8, maxnreg=64, held=True)
 HELD_QUARTER_MAX_ROW_BYTES = 128 << 10
+# choose_plan gives 16-bit forward rows past 16384 columns (block_per_row's tile jumps to 32768 there) to split_row's
+# quarter tiles when rows outnumber the quarter programs (8 per SM). Measured on the H200, bf16 split_row against
+# block_per_row (session 30, results/h200/experiments/softmax-triton-c720580-plans-16bit-fwd-*.json): 2048x16400 /
+# 4096x16400 +6% / +8%, 4096x20480 +2%, 4096x24576 +5% (fp16 +24%), 2048x32768 even (fp16 +8%), 4096x32768 /
+# 8192x32768 / 16384x32768 +2% / +2% / +3%; 1024x24576 even (7.8 rows per SM); few rows lose (256x20480 -24%,
+# 64x32768 -21%), and so do rows of 16384 (2048x16384 -22%, 8192x16384 -8%: two quarter tiles against a full one).
+QUARTER_TILES_MIN_COLS = 16384
 
 
 def held_config(cols: int, dtype: torch.dtype, direction: str) -> LaunchConfig:
@@ -874,11 +882,14 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     0.74 / 0.80; 512x65536 0.76 against 0.77; fp16 the same within 0.01). fp32 rows of 513-1024 columns, with a row
     per SM or more, take block_per_row (session 20, results/h200/experiments/softmax-plans-65e4776-short-rows.json,
     16384x1024: 0.98 / 1.00 of copy against warp_per_row's 0.95 / 0.99; 16-bit rows measured even and keep
-    warp_per_row)."""
+    warp_per_row). 16-bit forward rows of 16385-32768 columns take split_row's quarter tiles too when there are
+    more rows than quarter-tile programs (QUARTER_TILES_MIN_COLS)."""
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
-    return "block_per_row" if cols <= BLOCK_PER_ROW_MAX_COLS else "split_row"
+    quarter_tiles_fill = (dtype.itemsize == 2 and direction == "fwd" and cols > QUARTER_TILES_MIN_COLS
+                          and rows > HELD_QUARTER_FWD.per_sm * _sm_count(device))
+    return "block_per_row" if cols <= BLOCK_PER_ROW_MAX_COLS and not quarter_tiles_fill else "split_row"
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
