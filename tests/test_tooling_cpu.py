@@ -476,7 +476,7 @@ class SassStallsTest(unittest.TestCase):
         self.assertIn(["wait", "33.5%"], [line.split() for line in lines])
         self.assertIn(["SYNCS", "50.0%"], [line.split() for line in lines])
         self.assertIn(["FADD", "30.0%"], [line.split() for line in lines])
-        self.assertNotIn("MUFU", out.split("opcode")[1].split("instructions with")[0])  # --top 2 rows
+        self.assertNotIn("MUFU", out.split("opcode")[1].split("loops, by share")[0])  # --top 2 rows
         top = out.split("instructions with the most samples")[1].splitlines()[1:]
         self.assertTrue(top[0].split()[0] == "0x40" and "long_sb 100%" in top[0], top)  # offsets into the kernel
         self.assertTrue(top[1].split()[0] == "0x20" and "wait 100%" in top[1], top)
@@ -493,6 +493,24 @@ class SassStallsTest(unittest.TestCase):
         loops = r.stdout.split("loops, by share")[1].split("instructions with")[0].splitlines()
         self.assertEqual(loops[2].split()[:4], ["0x10-0x30", "1,024", "5.0", "45.0%"], loops)
         self.assertIn("math 27%", loops[2])  # 240 of the loop's 900 samples
+
+    def test_address_ranges_and_landmarks(self):
+        """--range sums the samples of an address span (0x10-0x30: MUFU 300 + FADD 600 + BRA 0 of 2,000) and names the
+        landmark opcodes it holds; the loop over the same span names them too; a reversed span is refused."""
+        with tempfile.TemporaryDirectory() as d:
+            path = str(self.write(d, "bf16.csv", SASS_CSV))
+            r = run_script("sass_stalls.py", path, "--range", "0x10-0x30", "--range", "0x40-0x40", timeout=60)
+            bad = run_script("sass_stalls.py", path, "--range", "0x40-0x10", timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        spans = r.stdout.split("address ranges, by share")[1].split("instructions with")[0].splitlines()
+        self.assertEqual(spans[2].split()[:2], ["0x10-0x30", "45.0%"], spans)
+        self.assertTrue(spans[2].endswith("; MUFUx1") and "FADD 67%" in spans[2], spans)  # 600 of the span's 900
+        self.assertEqual(spans[3].split()[:2], ["0x40-0x40", "50.0%"], spans)
+        self.assertTrue(spans[3].endswith("; SYNCSx1"), spans)
+        loops = r.stdout.split("loops, by share")[1].split("address ranges")[0].splitlines()
+        self.assertTrue(loops[2].endswith("[MUFUx1]"), loops)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("LOW is past HIGH", bad.stderr)
 
     def test_two_kernels_side_by_side(self):
         fp32 = SASS_CSV.replace('"600","600","0","0"', '"100","100","0","0"')
