@@ -148,10 +148,11 @@ def range_table(instructions: list[Instruction], spans: list[tuple[int, int]]) -
     lines = [f"  {'range':<17} {'samples':>8}  top opcodes; top reasons; landmarks"]
     for low, high in spans:
         body = [i for i in instructions if low <= i.address <= high]
-        n = sum(i.samples for i in body) or 1.0
+        samples = sum(i.samples for i in body)
+        n = samples or 1.0
         ops = ", ".join(f"{op} {100.0 * v / n:.0f}%" for op, v in opcode_counts(body).most_common(3) if v)
         why = ", ".join(f"{name} {100.0 * v / n:.0f}%" for name, v in reason_counts(body).most_common(3) if v)
-        lines.append(f"  {f'{low:#x}-{high:#x}':<17} {100.0 * sum(i.samples for i in body) / total:7.1f}%  "
+        lines.append(f"  {f'{low:#x}-{high:#x}':<17} {100.0 * samples / total:7.1f}%  "
                      f"{ops or '-'}; {why or '-'}; {landmarks(body)}")
     return lines
 

@@ -887,9 +887,9 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
-    quarter_tiles_fill = (dtype.itemsize == 2 and direction == "fwd" and cols > QUARTER_TILES_MIN_COLS
+    quarter_tiles_pay = (dtype.itemsize == 2 and direction == "fwd" and cols > QUARTER_TILES_MIN_COLS
                           and rows > HELD_QUARTER_FWD.per_sm * _sm_count(device))
-    return "block_per_row" if cols <= BLOCK_PER_ROW_MAX_COLS and not quarter_tiles_fill else "split_row"
+    return "block_per_row" if cols <= BLOCK_PER_ROW_MAX_COLS and not quarter_tiles_pay else "split_row"
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
