@@ -811,8 +811,9 @@ HELD_QUARTER_MAX_ROW_BYTES = 128 << 10
 # quarter tiles when rows outnumber the quarter programs (8 per SM). Measured on the H200, bf16 split_row against
 # block_per_row (session 30, results/h200/experiments/softmax-triton-c720580-plans-16bit-fwd-*.json): 2048x16400 /
 # 4096x16400 +6% / +8%, 4096x20480 +2%, 4096x24576 +5% (fp16 +24%), 2048x32768 even (fp16 +8%), 4096x32768 /
-# 8192x32768 / 16384x32768 +2% / +2% / +3%; 1024x24576 even (7.8 rows per SM); few rows lose (256x20480 -24%,
-# 64x32768 -21%), and so do rows of 16384 (2048x16384 -22%, 8192x16384 -8%: two quarter tiles against a full one).
+# 8192x32768 / 16384x32768 +2% / +2% / +3%; 1024x24576 even (7.8 rows per SM). With few rows split_row takes longer
+# (256x20480 +24%, 64x32768 +21%), and at 16384 columns too (2048x16384 +22%, 8192x16384 +8%: two quarter tiles
+# against a full one).
 QUARTER_TILES_MIN_COLS = 16384
 
 
