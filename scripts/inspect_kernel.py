@@ -11,7 +11,9 @@ ahead of time for --arch, twice where they take integer arguments: with those of
 and divisible by 16 ("ints%16", what a launch gets when sizes and strides all are; it allocates
 registers differently, so its spills can differ). CUDA: the op's csrc/ files compiled with nvcc for --arch into PTX, cubin and
 SASS, with the ptxas -v log. Registers, local memory (spills), shared memory and threads per block of
-every kernel go into a side-by-side table and DIR/resources.json. Works without a GPU.
+every kernel go into a side-by-side table and DIR/resources.json, and for kernels that issue wgmma, the
+size of the innermost loop around it (instructions and HGMMAs in its SASS: what a K block costs beside its
+MMAs). Works without a GPU.
 """
 from __future__ import annotations
 
@@ -54,6 +56,8 @@ What to look for (PTX is virtual ISA; SASS is what the GPU runs):
   *.sass   LDG.E.128 / STG.E.128 (vector width that survived), SHFL.BFLY (warp reductions),
            MUFU.EX2, HGMMA (Hopper wgmma) vs HMMA (mma.sync) vs FFMA (SIMT), LDGSTS (cp.async),
            UTMALDG (TMA), LDL/STL (local memory: register spills).
+  wgmma loop  the innermost SASS loop around the HGMMAs: its instructions and HGMMAs per pass. What is not
+           HGMMA there (descriptor arithmetic, barrier waits) is issued once per K block beside the MMAs.
   resources.json / table: registers per thread (occupancy: 65536 / (regs x threads) blocks per SM),
            local memory bytes (> 0 = spills or stack), shared memory per block.
 """
@@ -176,6 +180,7 @@ def inspect_triton(op, plan, dtype, shape, arch, out: Path, on_gpu):
         cubin = out / f"{base}.cubin"
         problems += write_sass(cubin, out / f"{base}.sass")
         resources = cubin_resources(cubin).get(kernel.name, {})
+        loops = sass_mma_loops(out / f"{base}.sass")
         spills = ptxas_spills(out / f"{base}.ptx", arch)
         meta = kernel.metadata
         records.append({
@@ -186,7 +191,7 @@ def inspect_triton(op, plan, dtype, shape, arch, out: Path, on_gpu):
             "spill_stores": spills.get(kernel.name, {}).get("spill_stores"),
             "spill_loads": spills.get(kernel.name, {}).get("spill_loads"),
             "smem_static": resources.get("SHARED"), "smem_dynamic": meta.shared,
-            "threads_per_block": meta.num_warps * 32,
+            "threads_per_block": meta.num_warps * 32, "wgmma_loop": loops.get(kernel.name),
         })
     return records, problems
 
@@ -302,6 +307,7 @@ def inspect_cuda(op, dtype, arch, arch_digits, out: Path):
         cubin = out / f"{source.stem}.cubin"
         problems += write_sass(cubin, out / f"{source.stem}.sass")
         spills = parse_ptxas_verbose((out / f"{source.stem}.ptxas.txt").read_text())
+        loops = sass_mma_loops(out / f"{source.stem}.sass")
         threads = ptx_threads_per_block((out / f"{source.stem}.ptx").read_text())
         for mangled, res in cubin_resources(cubin).items():
             readable = demangle(mangled)
@@ -314,7 +320,7 @@ def inspect_cuda(op, dtype, arch, arch_digits, out: Path):
                 "spill_stores": spills.get(mangled, {}).get("spill_stores"),
                 "spill_loads": spills.get(mangled, {}).get("spill_loads"),
                 "smem_static": res.get("SHARED"), "smem_dynamic": None,
-                "threads_per_block": threads.get(mangled),
+                "threads_per_block": threads.get(mangled), "wgmma_loop": loops.get(mangled),
             })
     return records, problems
 
@@ -385,6 +391,44 @@ def write_sass(cubin: Path, sass: Path) -> list[str]:
     return [f"no SASS for {cubin.name}: neither cuobjdump nor nvdisasm found or worked"]
 
 
+def sass_functions(text: str) -> dict:
+    """{function: [(offset, instruction)]} from cuobjdump -sass output (predicates kept, encodings dropped)."""
+    functions, current = {}, None
+    for line in text.splitlines():
+        header = re.match(r"\s*Function : (\S+)", line)
+        if header:
+            current = functions.setdefault(header.group(1), [])
+            continue
+        instruction = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+        if current is not None and instruction:
+            current.append((int(instruction.group(1), 16), instruction.group(2)))
+    return functions
+
+
+def mma_loop(instructions: list) -> dict | None:
+    """The innermost loop (a backward branch and the code it jumps back over) holding an HGMMA: its span, its
+    instructions and its HGMMAs; None where no loop holds one."""
+    best = None
+    for address, text in instructions:
+        branch = re.search(r"\bBRA(?:\.\w+)*\s+(?:!?U?P\w+,\s*)?(0x[0-9a-f]+)$", text)
+        target = int(branch.group(1), 16) if branch else None
+        if target is None or target >= address:
+            continue
+        body = [t for a, t in instructions if target <= a <= address]
+        hgmma = sum(re.search(r"\bHGMMA\b", t) is not None for t in body)
+        if hgmma and (best is None or len(body) < best["instructions"]):
+            best = {"span": f"{target:#x}-{address:#x}", "instructions": len(body), "hgmma": hgmma}
+    return best
+
+
+def sass_mma_loops(sass: Path) -> dict:
+    """{function: mma_loop} for the functions of a SASS file that loop around wgmma ({} without the file)."""
+    if not sass.exists():
+        return {}
+    loops = {name: mma_loop(body) for name, body in sass_functions(sass.read_text()).items()}
+    return {name: loop for name, loop in loops.items() if loop}
+
+
 def cubin_resources(cubin: Path) -> dict:
     """{function: {"REG": n, "SHARED": bytes, "LOCAL": bytes, "STACK": bytes}} from cuobjdump -res-usage."""
     tool = common.find_tool("cuobjdump")
@@ -424,13 +468,16 @@ def resource_table(kernels: list[dict]) -> str:
     def cell(value, unknown="-"):
         return unknown if value is None else str(value)
 
-    header = ("backend", "kernel", "regs", "local B (spill st/ld)", "smem static", "smem dyn", "threads")
+    header = ("backend", "kernel", "regs", "local B (spill st/ld)", "smem static", "smem dyn", "threads",
+              "wgmma loop")
     rows = [header]
     for k in kernels:
         spill = f"{cell(k['local_bytes'])} ({cell(k['spill_stores'])}/{cell(k['spill_loads'])})"
         name = k["kernel"][:60] + (f" [{k['specialization']}]" if k.get("specialization") else "")
+        loop = k.get("wgmma_loop")
         rows.append((k["backend"], name, cell(k["registers"]), spill, cell(k["smem_static"]),
-                     cell(k["smem_dynamic"], "at launch"), cell(k["threads_per_block"], "at launch")))
+                     cell(k["smem_dynamic"], "at launch"), cell(k["threads_per_block"], "at launch"),
+                     f"{loop['instructions']} instr / {loop['hgmma']} HGMMA" if loop else "-"))
     if len(rows) == 1:
         return "no kernels inspected"
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]

@@ -200,6 +200,40 @@ class InspectKernelTest(unittest.TestCase):
                             "UTMASTG.2D"):
             self.assertIn(instruction, sass)
         self.assertIn("HMMA.16816", (out / "cuda" / "gemm_04_mma_sync.sass").read_text())
+        # every wgmma_tma instantiation loops around its HGMMAs; mma_sync has none of them
+        wgmma = [k for k in report["kernels"] if k["kernel"].startswith("gemm_wgmma_tma_kernel")]
+        self.assertTrue(wgmma)
+        for k in wgmma:
+            self.assertGreaterEqual(k["wgmma_loop"]["hgmma"], 4, k)
+            self.assertGreater(k["wgmma_loop"]["instructions"], k["wgmma_loop"]["hgmma"], k)
+        self.assertIsNone(kernels["gemm_mma_sync_kernel"]["wgmma_loop"])
+
+    def test_wgmma_loop_from_sass(self):
+        """The innermost loop around an HGMMA, from cuobjdump -sass text: the branch at 0x60 jumps back to 0x20 over
+        an HGMMA (5 instructions, 1 HGMMA); the outer loop (0x0-0x80) holds it too but is not the innermost; a
+        function without HGMMA has none."""
+        inspect = load_script("inspect_kernel.py")
+        sass = """
+        Function : kernel_a
+        /*0000*/                   MOV R1, c[0x0][0x28] ;    /* 0x00000a00ff017b82 */
+        /*0010*/                   NOP ;
+        /*0020*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;
+        /*0030*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR20].tnspB, R24, gsb0 ;
+        /*0040*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0050*/                   UIADD3 UR20, UR20, 0x2, URZ ;
+        /*0060*/               @P1 BRA 0x20 ;
+        /*0070*/                   NOP ;
+        /*0080*/                   BRA !P2, 0x0 ;
+        /*0090*/                   EXIT ;
+        Function : kernel_b
+        /*0000*/                   FFMA R0, R1, R2, R3 ;
+        /*0010*/               @P0 BRA 0x0 ;
+        """
+        functions = inspect.sass_functions(sass)
+        self.assertEqual(sorted(functions), ["kernel_a", "kernel_b"])
+        self.assertEqual(len(functions["kernel_a"]), 10)
+        self.assertEqual(inspect.mma_loop(functions["kernel_a"]), {"span": "0x20-0x60", "instructions": 5, "hgmma": 1})
+        self.assertIsNone(inspect.mma_loop(functions["kernel_b"]))
 
     def test_softmax_and_matmul_triton_when_registered(self):
         ops = [op for op in ("softmax", "matmul") if triton_op_compiles_ahead_of_time(op)]
