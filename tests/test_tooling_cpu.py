@@ -17,6 +17,7 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import torch
 
@@ -212,7 +213,10 @@ class InspectKernelTest(unittest.TestCase):
         """The innermost loop around an HGMMA, from cuobjdump -sass text: the branch at 0x60 jumps back to 0x20 over
         an HGMMA (5 instructions, 1 HGMMA); the outer loop (0x0-0x80) holds it too but is not the innermost; a
         function without HGMMA has none."""
-        inspect = load_script("inspect_kernel.py")
+        # inspect_kernel.py drops TRITON_INTERPRET when imported (it compiles ahead of time); the tests after this
+        # one run under the interpreter, so the environment is put back
+        with mock.patch.dict(os.environ):
+            inspect = load_script("inspect_kernel.py")
         sass = """
         Function : kernel_a
         /*0000*/                   MOV R1, c[0x0][0x28] ;    /* 0x00000a00ff017b82 */
