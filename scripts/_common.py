@@ -14,6 +14,7 @@ import importlib
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -126,6 +127,13 @@ def find_tool(name: str) -> str | None:
         return None
     candidate = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
     return str(candidate) if candidate.exists() else None
+
+
+def sass_branch_target(instruction: str) -> int | None:
+    """The address a SASS branch jumps to ('@!P0 BRA 0x1a20', 'BRA !P2, 0x30c0', 'BRA.U !UP2, 0x...'); None for any
+    other instruction. Offsets or absolute addresses, as the listing gives them."""
+    branch = re.search(r"\bBRA(?:\.\w+)*\s+(?:!?U?P\w+,\s*)?(0x[0-9a-fA-F]+)", instruction)
+    return int(branch.group(1), 16) if branch else None
 
 
 def ncu_number(cell: str | None) -> float | None:

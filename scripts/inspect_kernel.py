@@ -410,8 +410,7 @@ def mma_loop(instructions: list) -> dict | None:
     instructions and its HGMMAs; None where no loop holds one."""
     best = None
     for address, text in instructions:
-        branch = re.search(r"\bBRA(?:\.\w+)*\s+(?:!?U?P\w+,\s*)?(0x[0-9a-f]+)$", text)
-        target = int(branch.group(1), 16) if branch else None
+        target = common.sass_branch_target(text)
         if target is None or target >= address:
             continue
         body = [t for a, t in instructions if target <= a <= address]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -77,8 +76,8 @@ def read_instructions(path: Path) -> list[Instruction]:
     base = int(body[0][address], 16) if body else 0
 
     def target(source: str):
-        branch = re.search(r"\bBRA(?:\.\S+)*\s+(0x[0-9a-fA-F]+)", source)
-        return int(branch.group(1), 16) - base if branch else None
+        jump = common.sass_branch_target(source)
+        return None if jump is None else jump - base
 
     return [Instruction(int(row[address], 16) - base, row[text].strip(), number(row[samples]),
                         {name: number(row[i]) for i, name in reasons},

@@ -317,8 +317,6 @@ class SweepTimingOrderTest(unittest.TestCase):
     def test_every_timer_prepared_first_then_rounds_in_rotated_order(self):
         """_common.launch_times_us: all timers prepared (warm-up, capture) before any sample, then each round samples
         every call once, starting one further along each round, and each call's median is over all its rounds."""
-        from unittest import mock
-
         from cuda_portfolio.bench import timing
 
         common = load_script("sweep_triton_held_tiles.py").common
