@@ -807,6 +807,13 @@ HELD_ROWS_IN_FLIGHT = {"fwd": 16, "bwd": 4}
 # of a half tile), but 16-bit rows of whole half tiles gain too (2048x32768 +3%).
 HELD_QUARTER_FWD = LaunchConfig(8192, 4, 1, per_sm=8, maxnreg=64, held=True)
 HELD_QUARTER_MAX_ROW_BYTES = 128 << 10
+# Backward rows of at most 200 KiB (each operand) hold half tiles (32 KiB of y and dy) in four 8-warp programs per SM.
+# Measured on the H200 against the table's two 16-warp programs (session 27,
+# results/h200/experiments/softmax-triton-10625d3-split-row-held-half-tiles-*): 2048x50257 bf16 0.77 -> 0.84, fp32
+# 0.85 -> 0.89; from 131072 columns (256 KiB rows and up) 1-3% slower, so those keep the table's tiles.
+HELD_HALF_BWD = {4: LaunchConfig(4096, 8, 1, per_sm=4, maxnreg=64, held=True),
+                 2: LaunchConfig(8192, 8, 1, per_sm=4, maxnreg=64, held=True)}
+HELD_HALF_BWD_MAX_ROW_BYTES = 200 << 10
 # choose_plan gives 16-bit forward rows past 16384 columns (block_per_row's tile jumps to 32768 there) to split_row's
 # quarter tiles when rows outnumber the quarter programs (8 per SM). Measured on the H200, bf16 split_row against
 # block_per_row (session 30, results/h200/experiments/softmax-triton-c720580-plans-16bit-fwd-*.json): 2048x16400 /
@@ -818,13 +825,16 @@ QUARTER_TILES_MIN_COLS = 16384
 
 
 def held_config(cols: int, dtype: torch.dtype, direction: str) -> LaunchConfig:
-    """SPLIT_ROW_HELD (HELD_QUARTER_FWD for 16-bit forward rows of at most 128 KiB) for rows of `cols`: a row of one
+    """SPLIT_ROW_HELD (HELD_QUARTER_FWD for 16-bit forward rows of at most 128 KiB, HELD_HALF_BWD for backward rows of
+    at most 200 KiB) for rows of `cols`: a row of one
     chunk shorter than the tile takes the smallest power-of-two tile that holds it, with warps in proportion (at least
     4), so short rows do not reduce mostly empty tiles (under the interpreter, the CPU tier's split_row cost scales
     with the tile). A row of several chunks keeps the table's tile: its chunks are more than half a tile each."""
     held = SPLIT_ROW_HELD[dtype.itemsize][direction]
     if dtype.itemsize == 2 and direction == "fwd" and cols * dtype.itemsize <= HELD_QUARTER_MAX_ROW_BYTES:
         held = HELD_QUARTER_FWD
+    elif direction == "bwd" and cols * dtype.itemsize <= HELD_HALF_BWD_MAX_ROW_BYTES:
+        held = HELD_HALF_BWD[dtype.itemsize]
     block_n = min(held.block_n, triton.next_power_of_2(_held_chunk_cols(cols, held.block_n)))
     return held._replace(block_n=block_n, num_warps=max(4, held.num_warps * block_n // held.block_n))
 
@@ -1173,6 +1183,7 @@ def aot_specs(dtype: torch.dtype):
     # tile it holds (held_config).
     held_forms = [("fwd", softmax_fwd_split_row_kernel, split_fwd, SPLIT_ROW_HELD[dtype.itemsize]["fwd"]),
                   ("bwd", softmax_bwd_split_row_kernel, split_bwd, SPLIT_ROW_HELD[dtype.itemsize]["bwd"])]
+    held_forms.append(("bwd", softmax_bwd_split_row_kernel, split_bwd, HELD_HALF_BWD[dtype.itemsize]))
     if dtype.itemsize == 2:
         held_forms.append(("fwd", softmax_fwd_split_row_kernel, split_fwd, HELD_QUARTER_FWD))
     for direction, fn, sig, held in held_forms:
