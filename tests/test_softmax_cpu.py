@@ -242,16 +242,20 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         for dtype, direction, cols, block_n, warps in ((torch.float32, "fwd", 5000, 8192, 8),
                                                        (torch.float32, "fwd", 3000, 4096, 4),
                                                        (torch.bfloat16, "fwd", 33, 64, 4),
-                                                       (torch.float16, "bwd", 16383, 16384, 16)):
+                                                       (torch.float16, "bwd", 3000, 4096, 4)):
             config = triton_softmax.held_config(cols, dtype, direction)
             self.assertEqual((config.block_n, config.num_warps), (block_n, warps))
-        # 16-bit forward rows of at most 128 KiB: quarter tiles (8192 columns), 4 warps, 8 programs per SM; longer
-        # rows, fp32 rows and the backward keep the table's
-        quarter, table = triton_softmax.HELD_QUARTER_FWD, triton_softmax.SPLIT_ROW_HELD
+        # 16-bit forward rows of at most 128 KiB: quarter tiles (8192 columns), 4 warps, 8 programs per SM; backward
+        # rows of at most 200 KiB: half tiles, 8 warps, 4 programs per SM; longer rows and fp32 forward rows keep the
+        # table's
+        quarter, half, table = triton_softmax.HELD_QUARTER_FWD, triton_softmax.HELD_HALF_BWD, triton_softmax.SPLIT_ROW_HELD
         for dtype, direction, cols, expected in ((torch.bfloat16, "fwd", 50257, quarter),
                                                  (torch.float16, "fwd", 65536, quarter),
                                                  (torch.bfloat16, "fwd", 65537, table[2]["fwd"]),
-                                                 (torch.bfloat16, "bwd", 50257, table[2]["bwd"]),
+                                                 (torch.bfloat16, "bwd", 50257, half[2]),
+                                                 (torch.float32, "bwd", 50257, half[4]),
+                                                 (torch.float32, "bwd", 51201, table[4]["bwd"]),
+                                                 (torch.bfloat16, "bwd", 131072, table[2]["bwd"]),
                                                  (torch.float32, "fwd", 32768, table[4]["fwd"])):
             with self.subTest(dtype=dtype, direction=direction, cols=cols):
                 self.assertEqual(triton_softmax.held_config(cols, dtype, direction), expected)

@@ -354,13 +354,15 @@ class SweepTimingOrderTest(unittest.TestCase):
 
 class HeldTileSweepModelTest(unittest.TestCase):
     def test_variants_are_the_tables_program_shapes(self):
-        """The sweep's WxP programs hold 32 words a thread, as SPLIT_ROW_HELD's and HELD_QUARTER_FWD do: the table's
-        entries are points of the sweep (so a sweep result can be written back into the table as it is)."""
+        """The sweep's WxP programs hold 32 words a thread, as SPLIT_ROW_HELD's, HELD_QUARTER_FWD's and HELD_HALF_BWD's
+        do: the table's entries are points of the sweep (so a sweep result can be written back into the table as it
+        is)."""
         from cuda_portfolio.triton_kernels import softmax as triton_softmax
 
         sweep = load_script("sweep_triton_held_tiles.py")
         for itemsize, dtype in ((4, torch.float32), (2, torch.bfloat16)):
             table = list(triton_softmax.SPLIT_ROW_HELD[itemsize].items())
+            table.append(("bwd", triton_softmax.HELD_HALF_BWD[itemsize]))
             if itemsize == 2:
                 table.append(("fwd", triton_softmax.HELD_QUARTER_FWD))
             for direction, held in table:
