@@ -79,7 +79,7 @@ def triton_op_compiles_ahead_of_time(op):
 class ScriptHelpTest(unittest.TestCase):
     def test_every_script_has_help_without_a_gpu(self):
         for script in ("inspect_kernel.py", "profile_kernel.py", "sanitizer_smoke.py", "compare_backends.py",
-                       "sass_stalls.py"):
+                       "sass_stalls.py", "clock_under_load.py"):
             with self.subTest(script=script):
                 r = run_script(script, "--help", timeout=120)
                 self.assertEqual(r.returncode, 0, r.stderr)
@@ -264,6 +264,10 @@ class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
     def test_profile_kernel(self):
         self.assert_one_line_refusal(run_script("profile_kernel.py", "--op", "softmax", timeout=120),
                                      "profile_kernel.py")
+
+    def test_clock_under_load(self):
+        self.assert_one_line_refusal(run_script("clock_under_load.py", "--op", "matmul", "--with-torch", timeout=120),
+                                     "clock_under_load.py")
 
     def test_sweep_split_row_slices(self):
         self.assert_one_line_refusal(run_script("sweep_split_row_slices.py", "--shapes", "4x4194304", timeout=120),
@@ -569,6 +573,37 @@ class SassStallsTest(unittest.TestCase):
         self.assertIn("--section SourceCounters", r.stderr)
         self.assertEqual(r2.returncode, 2)
         self.assertIn("--print-source sass", r2.stderr)
+
+
+class ClockUnderLoadTest(unittest.TestCase):
+    """The parts of clock_under_load.py that need no GPU: nvidia-smi's lines read back, and samples sorted into the
+    phases they fall in (after each phase's settling time)."""
+
+    SMI_LINES = ["2026/12/02 03:20:00.000, 1980, 3201, 150.10, 40, 0x0000000000000000",
+                 "2026/12/02 03:20:00.100, 1755, 3201, 690.00, 55, 0x0000000000000004",  # phase A, settling
+                 "2026/12/02 03:20:00.500, 1590, 3201, 699.50, 60, 0x0000000000000004",  # phase A
+                 "2026/12/02 03:20:00.600, 1580, 3201, 700.50, 61, 0x0000000000000204",  # phase A
+                 "2026/12/02 03:20:00.700, [N/A], 3201, 700.00, 61, 0x0000000000000004",  # unreadable: skipped
+                 "2026/12/02 03:20:01.500, 1610, 3201, 698.00, 59, 0x0000000000000000",  # phase B
+                 "2026/12/02 03:20:02.500, 1200, 3201, 300.00, 50, 0x0000000000000001"]  # after both
+
+    def test_samples_and_phases(self):
+        script = load_script("clock_under_load.py")
+        samples = script.parse_samples(self.SMI_LINES)
+        self.assertEqual([s.sm_mhz for s in samples], [1980, 1755, 1590, 1580, 1610, 1200])
+        t0 = samples[0].time
+        phases = [script.Phase("A", t0 + 0.05, t0 + 0.65, 3), script.Phase("B", t0 + 1.1, t0 + 1.6, 5),
+                  script.Phase("A", t0 + 2.0, t0 + 2.4, 4)]
+        rows = {row["label"]: row for row in script.summarize(samples, phases, settle_s=0.3)}
+        a, b = rows["A"], rows["B"]
+        self.assertEqual((a["phases"], a["samples"], a["sm_mhz"], a["power_w"], a["max_temp_c"]),
+                         (2, 2, 1585, 700.0, 61))
+        self.assertEqual(a["reasons"], ["sw_power_cap", "0x200"])
+        self.assertAlmostEqual(a["us_per_launch"], 150_000, delta=0.1)  # median of 200,000 and 100,000
+        self.assertEqual((b["samples"], b["sm_mhz"], b["reasons"]), (1, 1610, []))
+        table = script.format_rows(list(rows.values()))
+        self.assertIn("sw_power_cap, 0x200", table)
+        self.assertEqual(len(table.splitlines()), 3)
 
 
 class SanitizerGroupTest(unittest.TestCase):
