@@ -128,7 +128,7 @@ def start_sampler(smi: str, interval_ms: int, out):
     """nvidia-smi sampling into `out`; the first reason field this driver accepts."""
     for field in REASON_FIELDS:
         proc = subprocess.Popen([smi, "-i", smi_device(), f"--query-gpu={QUERY.format(reasons=field)}",
-                                 "--format=csv,noheader,nounits", f"-lms={interval_ms}"],
+                                 "--format=csv,noheader,nounits", "-lms", str(interval_ms)],
                                 stdout=out, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
         if proc.poll() is None:
@@ -177,25 +177,16 @@ def main(argv=None) -> int:
         print("clock_under_load.py: nvidia-smi not found", file=sys.stderr)
         return common.EXIT_NO_GPU
 
-    cases = []
-    for backend in common.backends_arg(args.backend):
-        for case, line in profile_kernel.build_cases(args.op, backend, args.plan, (args.direction,), dtype, shape):
-            print(line, flush=True)
-            if case is None:
-                continue
-            passed, detail = common.run_and_check(case)
-            print(f"  {'validated' if passed else 'WRONG'}: {detail}", flush=True)
-            if not passed:
-                return 1
-            cases.append(case)
+    cases, failed = profile_kernel.validated_cases(args.op, args.backend, args.plan, (args.direction,), dtype, shape)
+    if failed:
+        return 1
     if args.with_torch:
-        cases.append(profile_kernel.torch_peer(args.op, args.direction, dtype, shape))
+        peer = profile_kernel.torch_peer(args.op, args.direction, dtype, shape)
+        peer.launch()
+        cases.append(peer)
     if not cases:
         print("clock_under_load.py: nothing to run", file=sys.stderr)
         return 1
-    for case in cases:  # compilation and autotuning stay out of the phases
-        case.launch()
-        case.launch()
     torch.cuda.synchronize()
 
     phases = []

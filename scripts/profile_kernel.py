@@ -43,20 +43,7 @@ def main(argv=None) -> int:
     directions = common.DIRECTIONS if args.direction == "both" else (args.direction,)
     if args.op != "softmax":
         directions = ("fwd",)
-    cases, failed = [], 0
-    for backend in common.backends_arg(args.backend):
-        for case, line in build_cases(args.op, backend, args.plan, directions, dtype, shape):
-            print(line, flush=True)
-            if case is None:
-                continue
-            passed, detail = common.run_and_check(case)
-            print(f"  {'validated' if passed else 'WRONG'}: {detail}", flush=True)
-            if not passed:
-                failed += 1  # a wrong kernel is not worth profiling
-                continue
-            case.launch()  # warm-up: compilation and autotuning stay outside the capture range
-            case.launch()
-            cases.append(case)
+    cases, failed = validated_cases(args.op, args.backend, args.plan, directions, dtype, shape)
     if args.with_torch and args.op == "copy":
         print("skip --with-torch: copy has no torch peer kernel to profile", flush=True)
     elif args.with_torch:
@@ -95,6 +82,27 @@ def torch_peer(op, direction, dtype, shape):
     y, dy = torch.softmax(x, -1), torch.randn(shape, device="cuda").to(dtype)
     return SimpleNamespace(label=f"torch.softmax bwd {shape[0]}x{shape[1]}",
                            launch=lambda: torch._softmax_backward_data(dy, y, -1, dtype))
+
+
+def validated_cases(op, backends, plan, directions, dtype, shape):
+    """(cases, number that failed): build_cases' variants for each backend in --backend's `backends`, each validated
+    against float64 PyTorch (a wrong kernel is not worth profiling: left out and counted) and launched twice more,
+    so that compilation and autotuning stay out of what follows. Prints a line per variant."""
+    cases, failed = [], 0
+    for backend in common.backends_arg(backends):
+        for case, line in build_cases(op, backend, plan, directions, dtype, shape):
+            print(line, flush=True)
+            if case is None:
+                continue
+            passed, detail = common.run_and_check(case)
+            print(f"  {'validated' if passed else 'WRONG'}: {detail}", flush=True)
+            if not passed:
+                failed += 1
+                continue
+            case.launch()
+            case.launch()
+            cases.append(case)
+    return cases, failed
 
 
 def build_cases(op, backend, plan, directions, dtype, shape):
