@@ -808,9 +808,10 @@ HELD_ROWS_IN_FLIGHT = {"fwd": 16, "bwd": 4}
 HELD_QUARTER_FWD = LaunchConfig(8192, 4, 1, per_sm=8, maxnreg=64, held=True)
 HELD_QUARTER_MAX_ROW_BYTES = 128 << 10
 # Backward rows of at most 200 KiB (each operand) hold half tiles (32 KiB of y and dy) in four 8-warp programs per SM.
-# Measured on the H200 against the table's two 16-warp programs (session 27,
-# results/h200/experiments/softmax-triton-10625d3-split-row-held-half-tiles-*): 2048x50257 bf16 0.77 -> 0.84, fp32
-# 0.85 -> 0.89; from 131072 columns (256 KiB rows and up) 1-3% slower, so those keep the table's tiles.
+# Measured on the H200 against the table's two 16-warp programs (session 31,
+# results/h200/experiments/softmax-triton-984cfa0-split-row-held-half-bwd-*): 2048x50257 bf16 0.76 -> 0.82, fp32
+# 0.85 -> 0.89, bf16 1024x100000 +3%, bf16 1024x65536 -1.4%; from 131072 columns (256 KiB rows and up) session 27
+# measured them 1-3% slower, so those keep the table's tiles.
 HELD_HALF_BWD = {4: LaunchConfig(4096, 8, 1, per_sm=4, maxnreg=64, held=True),
                  2: LaunchConfig(8192, 8, 1, per_sm=4, maxnreg=64, held=True)}
 HELD_HALF_BWD_MAX_ROW_BYTES = 200 << 10
@@ -826,10 +827,10 @@ QUARTER_TILES_MIN_COLS = 16384
 
 def held_config(cols: int, dtype: torch.dtype, direction: str) -> LaunchConfig:
     """SPLIT_ROW_HELD (HELD_QUARTER_FWD for 16-bit forward rows of at most 128 KiB, HELD_HALF_BWD for backward rows of
-    at most 200 KiB) for rows of `cols`: a row of one
-    chunk shorter than the tile takes the smallest power-of-two tile that holds it, with warps in proportion (at least
-    4), so short rows do not reduce mostly empty tiles (under the interpreter, the CPU tier's split_row cost scales
-    with the tile). A row of several chunks keeps the table's tile: its chunks are more than half a tile each."""
+    at most 200 KiB) for rows of `cols`: a row of one chunk shorter than the tile takes the smallest power-of-two tile
+    that holds it, with warps in proportion (at least 4), so short rows do not reduce mostly empty tiles (under the
+    interpreter, the CPU tier's split_row cost scales with the tile). A row of several chunks keeps the table's tile:
+    its chunks are more than half a tile each."""
     held = SPLIT_ROW_HELD[dtype.itemsize][direction]
     if dtype.itemsize == 2 and direction == "fwd" and cols * dtype.itemsize <= HELD_QUARTER_MAX_ROW_BYTES:
         held = HELD_QUARTER_FWD
