@@ -124,16 +124,18 @@ def smi_device() -> str:
     return str(torch.cuda.current_device())
 
 
-def start_sampler(smi: str, interval_ms: int, out):
-    """nvidia-smi sampling into `out`; the first reason field this driver accepts."""
+def start_sampler(smi: str, interval_ms: int, out, err):
+    """nvidia-smi sampling into `out` (its complaints into `err`, a file, so a long run cannot fill a pipe); the first
+    reason field this driver accepts."""
     for field in REASON_FIELDS:
         proc = subprocess.Popen([smi, "-i", smi_device(), f"--query-gpu={QUERY.format(reasons=field)}",
                                  "--format=csv,noheader,nounits", "-lms", str(interval_ms)],
-                                stdout=out, stderr=subprocess.PIPE, text=True)
+                                stdout=out, stderr=err, text=True)
         time.sleep(0.5)
         if proc.poll() is None:
             return proc
-    raise SystemExit(f"clock_under_load.py: nvidia-smi refused the query: {proc.stderr.read().strip()}")
+    err.seek(0)
+    raise SystemExit(f"clock_under_load.py: nvidia-smi refused the query: {err.read().strip()}")
 
 
 def loop_for(case, seconds: float) -> Phase:
@@ -190,8 +192,8 @@ def main(argv=None) -> int:
     torch.cuda.synchronize()
 
     phases = []
-    with tempfile.TemporaryFile("w+") as raw:
-        sampler = start_sampler(smi, args.interval_ms, raw)
+    with tempfile.TemporaryFile("w+") as raw, tempfile.TemporaryFile("w+") as complaints:
+        sampler = start_sampler(smi, args.interval_ms, raw, complaints)
         try:
             time.sleep(args.rest_s)
             for _ in range(args.rounds):

@@ -1183,8 +1183,8 @@ def aot_specs(dtype: torch.dtype):
     # split_row's held form, in the specializations it launches in (split_row_config): 16-byte rows, and EDGES; each
     # tile it holds (held_config).
     held_forms = [("fwd", softmax_fwd_split_row_kernel, split_fwd, SPLIT_ROW_HELD[dtype.itemsize]["fwd"]),
-                  ("bwd", softmax_bwd_split_row_kernel, split_bwd, SPLIT_ROW_HELD[dtype.itemsize]["bwd"])]
-    held_forms.append(("bwd", softmax_bwd_split_row_kernel, split_bwd, HELD_HALF_BWD[dtype.itemsize]))
+                  ("bwd", softmax_bwd_split_row_kernel, split_bwd, SPLIT_ROW_HELD[dtype.itemsize]["bwd"]),
+                  ("bwd", softmax_bwd_split_row_kernel, split_bwd, HELD_HALF_BWD[dtype.itemsize])]
     if dtype.itemsize == 2:
         held_forms.append(("fwd", softmax_fwd_split_row_kernel, split_fwd, HELD_QUARTER_FWD))
     for direction, fn, sig, held in held_forms:
