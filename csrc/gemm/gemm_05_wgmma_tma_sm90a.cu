@@ -49,7 +49,10 @@
 // shared buffer of 64 x 64 boxes (128-byte swizzle, conflict-free 4-byte stores), two boxes (a
 // 128-column half) at a time at BN = 256 and 128, its one box at BN = 64, and one thread issues TMA
 // stores that clip at the matrix edge; the last ones stay in flight while the next tile's MMAs
-// start. Otherwise (misaligned C) the accumulators are stored straight from registers, masked at
+// start. At 256 x 128 (two passes per consumer, one per wgmma tile) the second pass goes into the
+// consumer's 16 KiB share of the tile's last stage, which both consumers keep from the producer
+// until one K block into their next tile, so it does not wait for the first pass's stores to read
+// the buffer (kKeepLastStage). Otherwise (misaligned C) the accumulators are stored straight from registers, masked at
 // the edges.
 // Shared memory (all <= 227 KiB, static_assert in TileConfig), a 192 KiB stage ring (160 at 128 x 192):
 //   128 x 256: 4 x (16 KiB A + 32 KiB B) + 2 x 16 KiB epilogue + 1 KiB alignment slack = 225 KiB
@@ -135,6 +138,14 @@ struct TileConfig {
   // tile at once (three boxes at BN = 192, one at BN = 64).
   static constexpr int kOutBoxes = kBN / kSwizzleElems % 2 == 0 ? 2 : kBN / kSwizzleElems;
   static constexpr int kOutBufBytes = kOutBoxes * kOutBoxBytes;
+  // Epilogue passes per consumer and tile: two at 128 x 256 (the halves) and 256 x 128 (the wgmma tiles).
+  static constexpr int kEpiloguePasses = kSubTiles * (kBN / kSwizzleElems / kOutBoxes);
+  // At 256 x 128 the second pass goes into the consumer's share of the tile's last stage, which the consumers keep
+  // from the producer until that pass's TMA stores have read it, so it does not wait for the first pass's stores
+  // to read the epilogue buffer: 4000x3000x2000 4.5-7% faster. At 128 x 256 the same cost 0.2-1% at 4096^3 and
+  // 8192^3 (docs/perf-log.md, session 32), so it keeps one buffer there.
+  static constexpr bool kKeepLastStage = kEpiloguePasses == 2 && kSubTiles == 2;
+  static_assert(!kKeepLastStage || kConsumers * kOutBufBytes <= kStageBytes, "both consumers' second passes fit");
   // Dynamic shared memory: the ring, the epilogue buffers, and slack for the 1024-byte alignment.
   static constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * kOutBufBytes + 1024;
   static constexpr int kStaticSmemBytes = 2 * kStages * 8 + 16;  // full/empty mbarriers, split ticket (padded)
@@ -169,9 +180,9 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, s
 }
 
 // TMA store of one box from shared memory; completion is tracked per thread in bulk groups.
-__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int inner, int outer) {
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, std::uint32_t src, int inner, int outer) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map),
-               "r"(smem_addr(src)), "r"(inner), "r"(outer)
+               "r"(src), "r"(inner), "r"(outer)
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
@@ -337,20 +348,23 @@ __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
 // Epilogue through shared memory and TMA: one 64 x kBN wgmma tile of this consumer (rows row0..+63
 // of C) goes out kOutBoxes 64 x 64 boxes at a time (the two of a 128-column half at BN = 256, the
 // whole tile at BN = 128, the one box at BN = 64). Per
-// pass its threads write the rounded accumulators into `buf` (swizzled boxes, 4-byte stores,
+// pass its threads write the rounded accumulators into a buffer (swizzled boxes, 4-byte stores,
 // conflict-free: the 8 rows of a store land in 8 different 16-byte chunks), then one thread
-// issues the pass's TMA stores, which clip at the matrix edge. The last stores stay in flight
-// while the consumer starts its next tile; `buf` is rewritten only after they have read it.
+// issues the pass's TMA stores, which clip at the matrix edge. The consumer's passes, counted from
+// `first_pass` over its wgmma tiles, alternate between `buf` (its epilogue buffer, rewritten only after
+// earlier stores have read it) and `odd_buf` (its share of the tile's last stage, fresh; `buf` again where
+// the consumers keep no stage). The last stores stay in flight while the consumer starts its next tile.
 template <typename T, class Cfg>
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[Cfg::kSubAcc], unsigned char* buf,
-                                               const CUtensorMap* map_c, int row0, int n0, int consumer, int t) {
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[Cfg::kSubAcc], std::uint32_t buf,
+                                               std::uint32_t odd_buf, int first_pass, const CUtensorMap* map_c,
+                                               int row0, int n0, int consumer, int t) {
   constexpr int kBN = Cfg::kBN, kBoxes = Cfg::kOutBoxes, kBlocks = 8 * kBoxes;  // per pass: boxes, 8-column blocks
   const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
   const int barrier = 1 + consumer;
-  const std::uint32_t buf_addr = smem_addr(buf);
 #pragma unroll
   for (int pass = 0; pass < kBN / 8 / kBlocks; ++pass) {
-    if (t == 0) bulk_wait_read();  // the previous TMA stores from buf are done reading it
+    const std::uint32_t pass_buf = (first_pass + pass) % 2 == 0 ? buf : odd_buf;
+    if (t == 0 && pass_buf == buf) bulk_wait_read();  // the previous TMA stores from buf are done reading it
     named_barrier(barrier, 128);
 #pragma unroll
     for (int jl = 0; jl < kBlocks; ++jl) {  // the 8-column blocks of this pass
@@ -358,7 +372,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[Cfg::kSubAcc],
 #pragma unroll
       for (int upper = 0; upper < 2; ++upper) {  // rows g and g + 8 of this warp's 16
         const int row = warp * 16 + g + 8 * upper;
-        const std::uint32_t addr = buf_addr + box * kOutBoxBytes + row * 128 + ((chunk ^ (row & 7)) << 4) + 4 * q;
+        const std::uint32_t addr = pass_buf + box * kOutBoxBytes + row * 128 + ((chunk ^ (row & 7)) << 4) + 4 * q;
         st_shared_b32(addr, pack2<T>(acc[4 * j + 2 * upper], acc[4 * j + 2 * upper + 1]));
       }
     }
@@ -367,7 +381,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[Cfg::kSubAcc],
     if (t == 0) {
 #pragma unroll
       for (int box = 0; box < kBoxes; ++box)
-        tma_store_2d(map_c, buf + box * kOutBoxBytes, n0 + (kBoxes * pass + box) * kSwizzleElems, row0);
+        tma_store_2d(map_c, pass_buf + box * kOutBoxBytes, n0 + (kBoxes * pass + box) * kSwizzleElems, row0);
       bulk_commit();
     }
   }
@@ -523,6 +537,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   int stage = 0;
   unsigned phase = 0;
   float acc[Cfg::kAcc];
+  // Unsplit tall tiles keep the tile's last stage for their epilogue's second pass (store_tile_tma).
+  const bool keep_last_stage = Cfg::kKeepLastStage && p.splits == 1 && p.tma_store;
+  int kept = -1;  // the stage the last epilogue's second pass went into, until its stores have read it
   for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
     const WorkUnit w = work_unit<Cfg>(p, unit);
 #pragma unroll
@@ -554,14 +571,28 @@ __global__ void __launch_bounds__(kThreads, 1)
       // group must be done, and its stage goes back to the producer.
       wgmma_wait<1>();
       if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
+      if (kept >= 0) {  // the previous tile's stores were issued a K block ago: the stage goes back to the producer
+        if (lane == 0) {
+          if (t == 0) bulk_wait_read();  // this consumer's stores were issued by thread 0
+          mbar_arrive(&empty[kept]);
+        }
+        kept = -1;
+      }
       held = stage;
       if (++stage == kStages) stage = 0, phase ^= 1;
     }
     wgmma_wait<0>();
     fence_accumulators(acc);
-    if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
-
     unsigned char* out_buf = smem + kStages * kStageBytes + consumer * Cfg::kOutBufBytes;
+    std::uint32_t odd_buf = smem_addr(out_buf);  // shared-memory addresses: 32 bits
+    if (keep_last_stage) {
+      kept = held;
+      odd_buf = smem_addr(smem + held * kStageBytes + consumer * Cfg::kOutBufBytes);
+      named_barrier(kSplitBarrier, 256);  // both consumers' wgmmas are done reading the stage before either writes it
+    } else if (held >= 0 && lane == 0) {
+      mbar_arrive(&empty[held]);
+    }
+
     if (p.splits > 1 && !fold_splits<Cfg>(acc, partials, counters, p, w, consumer, t, out_buf, split_ticket)) continue;
 
     // Fragment layout of wgmma's D, per 64 x kBN wgmma tile d = sub_tile(acc, sub): warp w holds
@@ -572,7 +603,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const float(&d)[Cfg::kSubAcc] = sub_tile<Cfg>(acc, sub);
       const int tile_row0 = w.m0 + consumer * Cfg::kRowsPerConsumer + sub * 64;
       if (p.tma_store) {
-        store_tile_tma<T, Cfg>(d, out_buf, &map_c, tile_row0, w.n0, consumer, t);
+        store_tile_tma<T, Cfg>(d, smem_addr(out_buf), odd_buf, sub * (Cfg::kEpiloguePasses / Cfg::kSubTiles), &map_c, tile_row0,
+                               w.n0, consumer, t);
       } else {
         const int g = lane / 4, q = lane % 4;
         const int row0 = tile_row0 + warp * 16 + g;
