@@ -9,7 +9,9 @@ that do the same work can run at different clocks if one draws more power. This 
 (validated against float64 PyTorch first, as profile_kernel.py does) for --seconds, in --rounds interleaved rounds,
 while nvidia-smi samples the GPU every --interval-ms. Per variant it prints the time per launch in the loop, the
 median SM clock and power of the samples inside its phases (the first --settle-s of each phase left out), the
-highest temperature and every clock-event reason seen (for example "sw_power_cap"). Not a benchmark: launches
+highest temperature and every clock-event reason seen (for example "sw_power_cap"), and from those medians the SM
+cycles and the board energy per launch: at a power cap the clock settles where the power fits, so two kernels that
+take the same cycles can differ in time by their energy per launch. Not a benchmark: launches
 run back to back on warm caches, with no CUDA graph (a kernel shorter than its launch shows the launch rate).
 --csv keeps the raw samples, --json the summary.
 """
@@ -90,14 +92,19 @@ def summarize(samples: list[Sample], phases: list[Phase], settle_s: float) -> li
         reasons = 0
         for sample in inside:
             reasons |= sample.reasons
+        us = statistics.median((p.end - p.start) / p.launches * 1e6 for p in mine)
+        sm_mhz = statistics.median(s.sm_mhz for s in inside) if inside else None
+        power_w = statistics.median(s.power_w for s in inside) if inside else None
         rows.append({
             "label": label,
             "phases": len(mine),
-            "us_per_launch": statistics.median((p.end - p.start) / p.launches * 1e6 for p in mine),
+            "us_per_launch": us,
             "samples": len(inside),
-            "sm_mhz": statistics.median(s.sm_mhz for s in inside) if inside else None,
+            "sm_mhz": sm_mhz,
             "mem_mhz": statistics.median(s.mem_mhz for s in inside) if inside else None,
-            "power_w": statistics.median(s.power_w for s in inside) if inside else None,
+            "power_w": power_w,
+            "kcycles_per_launch": us * sm_mhz / 1e3 if inside else None,  # µs x MHz = cycles
+            "mj_per_launch": us * power_w / 1e3 if inside else None,  # µs x W = µJ
             "max_temp_c": max((s.temp_c for s in inside), default=None),
             "reasons": decode_reasons(reasons),
         })
@@ -108,10 +115,12 @@ def format_rows(rows: list[dict]) -> str:
     def cell(value, fmt):
         return "n/a" if value is None else format(value, fmt)
 
-    lines = [f"{'variant':48s} {'us/launch':>10s} {'SM MHz':>7s} {'W':>6s} {'max C':>6s} {'samples':>7s}  reasons"]
+    lines = [f"{'variant':48s} {'us/launch':>10s} {'SM MHz':>7s} {'W':>6s} {'kcycles':>8s} {'mJ':>8s} {'max C':>6s} "
+             f"{'samples':>7s}  reasons"]
     for row in rows:
         lines.append(f"{row['label'][:48]:48s} {row['us_per_launch']:10.1f} {cell(row['sm_mhz'], '7.0f')} "
-                     f"{cell(row['power_w'], '6.1f')} {cell(row['max_temp_c'], '6.0f')} {row['samples']:7d}  "
+                     f"{cell(row['power_w'], '6.1f')} {cell(row['kcycles_per_launch'], '8.1f')} "
+                     f"{cell(row['mj_per_launch'], '8.2f')} {cell(row['max_temp_c'], '6.0f')} {row['samples']:7d}  "
                      f"{', '.join(row['reasons']) or '-'}")
     return "\n".join(lines)
 

@@ -600,6 +600,8 @@ class ClockUnderLoadTest(unittest.TestCase):
                          (2, 2, 1585, 700.0, 61))
         self.assertEqual(a["reasons"], ["sw_power_cap", "0x200"])
         self.assertAlmostEqual(a["us_per_launch"], 150_000, delta=0.1)  # median of 200,000 and 100,000
+        self.assertAlmostEqual(a["kcycles_per_launch"], 150_000 * 1585 / 1e3, delta=0.1)
+        self.assertAlmostEqual(a["mj_per_launch"], 150_000 * 700.0 / 1e3, delta=0.1)  # 0.15 s at 700 W
         self.assertEqual((b["samples"], b["sm_mhz"], b["reasons"]), (1, 1610, []))
         table = script.format_rows(list(rows.values()))
         self.assertIn("sw_power_cap, 0x200", table)
