@@ -7,19 +7,20 @@
 // through shared memory: pass 1 folds it into statistics (forward: running max and sum; backward:
 // sum of y * dy), the slices of a row exchange their statistics through global memory, and pass 2
 // writes the output. When blocks have few jobs (held_chunks), pass 2 reads the slice's last chunks
-// from the ring, where pass 1 left them (a whole ring, or 4 chunks), and streams only the chunks
+// from the ring, where pass 1 left them (a whole ring, or 64 KiB per operand), and streams only the chunks
 // before them again (from L2); otherwise it streams the whole slice again. The head and
 // tail ride with the first and last slice: threads 0-14 load them one element each from global memory before
 // the job's pass 1, fold them in with the body and write them after pass 2.
 // Plan: a persistent grid, one 544-thread block per SM. Warp 16 is the producer: one thread takes
 // job tickets from a global counter in order (row-major over (row, slice)) and, per chunk of each
-// operand (16 KiB, ending on a 128-byte line of the row: see Span), waits for a free stage of a 192 KiB ring (`empty` mbarrier), arms the stage's
+// operand (32 KiB forward, 16 KiB per operand backward, ending on a 128-byte line of the row: see Span), waits
+// for a free stage of a 192 KiB ring of 6 (`empty` mbarrier), arms the stage's
 // `full` mbarrier with the byte count and issues 1-D bulk copies of the body (TMA without a tensor
 // map; an L2 evict_last policy for the chunks pass 2 reads again, evict_first for the others).
 // Each job streams pass 1's chunks, then pass 2's re-reads (ChunkPlan). The producer runs up to a
 // whole ring ahead of the consumers, into the next job, so DRAM sees up to 192 KiB per SM in
 // flight (the register-tiled kernels issue a tile, then wait for it). Warps 0-15 consume: each
-// thread reads 2 units (16 B) per operand of a chunk from shared memory, releases the stage (a
+// thread reads 4 units (16 B each) of a forward chunk, 2 per operand backward, from shared memory, releases the stage (a
 // proxy fence and an mbarrier arrive per thread: Ring::release) and computes. In pass 1 the
 // consumers release only the chunks pass 2 reads again; the held ones (a ring, 4 or none) stay in
 // their stages. Between the passes the job's slices exchange their statistics; pass 2 then reads the
@@ -76,20 +77,31 @@ using namespace cp::hopper;
 
 constexpr int kConsumerWarps = 16, kConsumerThreads = 32 * kConsumerWarps;
 constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
-constexpr int kChunkBytes = 16384;               // per operand and stage
-constexpr int kUnitsPerThread = kChunkBytes / 16 / kConsumerThreads;
-constexpr int kRingBytes = 192 * 1024;           // forward 12 stages, backward 6 (two operands each)
+// A stage holds one chunk of each operand: forward one 32 KiB chunk, backward two of 16 KiB. Per chunk a
+// consumer thread pays a fixed cost (the wait, the release, the chunk's bounds and addresses: about 80
+// instructions in the bf16 forward's pass 2, SASS in docs/perf-log.md, session 33), so the forward, whose
+// 16-bit consumers run at about DRAM speed, takes chunks of 4 units per thread instead of 2.
+constexpr int kStageBytes = 32768;
+constexpr int kRingBytes = 192 * 1024;
+constexpr int kStages = kRingBytes / kStageBytes;
 // The largest slice worth taking (operand bytes): in the slice-count sweep (perf-log, session 9) the
 // best whole-chunk count at 32x1M and 4x4M, fp32 and bf16, both directions, held 256-352 KiB, and 256
 // KiB was within 0.02 of the best every time; v13 took up to ~336 KiB (the L2 budget alone).
 constexpr double kSliceBytesMost = 256 * 1024;
 constexpr int kConsumerBarrier = 1;              // named barrier over the consumer warps
-static_assert(kUnitsPerThread * kConsumerThreads * 16 == kChunkBytes, "a chunk is whole units per consumer");
+// The layout cuts slices in granules of this many operand bytes (whole granules: slice_units).
+constexpr int kSliceGranuleBytes = 16384;
 
 template <int kOps>
-constexpr int stages() {
-  return kRingBytes / (kOps * kChunkBytes);
+constexpr int chunk_bytes() {  // per operand
+  return kStageBytes / kOps;
 }
+template <int kOps>
+constexpr int units_per_thread() {
+  static_assert(chunk_bytes<kOps>() % (16 * kConsumerThreads) == 0, "a chunk is whole units per consumer");
+  return chunk_bytes<kOps>() / 16 / kConsumerThreads;
+}
+
 
 struct Job {
   std::int64_t row;  // < 0: no more jobs
@@ -124,7 +136,7 @@ __device__ __forceinline__ RowGeometry row_geometry(const T* row, std::int64_t c
 
 // The body elements [begin, end) of a job's slice: 16-byte aligned, whole units (never empty: the
 // host sizes slices so that the shortest body still gives every slice a unit). Its chunks end on
-// 128-byte lines of the row: the first chunk stops short of kChunkBytes by the slice's offset into
+// 128-byte lines of the row: the first chunk stops short of chunk_bytes by the slice's offset into
 // its line (first_end), the others are whole. Hopper's bulk copies from 128-byte aligned global
 // addresses run at full rate; from addresses aligned to 16 bytes only, the slice-count sweep
 // measured up to 15% less (docs/perf-log.md, v15).
@@ -132,13 +144,13 @@ struct Span {
   std::int64_t begin, end, first_end;
 };
 
-template <typename T>
+template <typename T, int kOps>
 __device__ __forceinline__ Span slice_body(const Job& j, const StreamProblem& p, const RowGeometry& g) {
   constexpr int W = vec_width<T>();
   const std::int64_t first = j.slice * p.slice_units, last = std::min(g.units, first + p.slice_units);
   const int line_offset = static_cast<int>((g.body_line_offset + first * 16) % 128);
   const std::int64_t begin = g.head + first * W;
-  return {begin, g.head + last * W, begin + (kChunkBytes - line_offset) / static_cast<int>(sizeof(T))};
+  return {begin, g.head + last * W, begin + (chunk_bytes<kOps>() - line_offset) / static_cast<int>(sizeof(T))};
 }
 
 // A job's chunks, in the order pass 1 reads them: chunk k spans [begin(k), end(k)) of the row. Pass 1
@@ -163,12 +175,11 @@ struct ChunkPlan {
   }
 };
 
-// The ring of one block: stage s holds operand o's chunk at buf + (s * kOps + o) * kChunkBytes,
+// The ring of one block: stage s holds operand o's chunk at buf + s * kStageBytes + o * chunk_bytes,
 // and jobs[s] names the job whose first chunk is in stage s (written before that stage's `full`
 // arrive, read by the consumers after their wait on it: the mbarrier orders the two).
 template <int kOps>
 struct Ring {
-  static constexpr int kStages = stages<kOps>();
   unsigned char* buf;
   std::uint64_t* full;
   std::uint64_t* empty;
@@ -181,7 +192,7 @@ struct Ring {
     if (++stage == kStages) stage = 0, phase ^= 1;
   }
   __device__ __forceinline__ const unsigned char* chunk(int at, int op) const {
-    return buf + (at * kOps + op) * kChunkBytes;
+    return buf + at * kStageBytes + op * chunk_bytes<kOps>();
   }
   __device__ __forceinline__ void wait_full() { mbar_wait(&full[stage], phase); }
   // Every consumer thread arrives once its reads of the stage are in registers. (One arrive per
@@ -202,7 +213,7 @@ struct Ring {
 template <typename T, int kOps>
 __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&in)[kOps],
                         const std::int64_t (&stride)[kOps], unsigned* workspace) {
-  constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
+  constexpr std::int64_t kChunkElems = chunk_bytes<kOps>() / sizeof(T);
   const std::uint64_t keep = l2_policy_evict_last(), drop = l2_policy_evict_first();
   const unsigned last_ticket = static_cast<unsigned>(p.rows * p.slices) + gridDim.x - 1;  // host-checked: no wrap
   for (;;) {
@@ -218,7 +229,7 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
       return;
     }
     r.jobs[r.stage] = job;
-    const ChunkPlan plan(slice_body<T>(job, p, row_geometry(in[0] + job.row * stride[0], p.cols)), kChunkElems,
+    const ChunkPlan plan(slice_body<T, kOps>(job, p, row_geometry(in[0] + job.row * stride[0], p.cols)), kChunkElems,
                          p.held_most);
     // Pass 1 keeps in L2 what pass 2 reads again; pass 2's re-reads and the held chunks are last reads.
     for (int k = 0, n = plan.count + plan.reread; k < n; ++k) {
@@ -229,7 +240,7 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
       mbar_arrive_expect_tx(&r.full[r.stage], bytes * kOps);
 #pragma unroll
       for (int op = 0; op < kOps; ++op)
-        bulk_load(r.buf + (r.stage * kOps + op) * kChunkBytes, in[op] + job.row * stride[op] + c0, bytes,
+        bulk_load(r.buf + r.stage * kStageBytes + op * chunk_bytes<kOps>(), in[op] + job.row * stride[op] + c0, bytes,
                   &r.full[r.stage], k < plan.reread ? keep : drop);
       r.advance();
     }
@@ -240,14 +251,14 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
   }
 }
 
-// A consumer thread's units of operand op's chunk in stage `at` (units t and t + 512 of `units`); the
+// A consumer thread's units of operand op's chunk in stage `at` (units t, t + 512, ... of `units`); the
 // rest read as `fill`.
 template <typename T, int kOps>
 __device__ __forceinline__ void read_chunk(const Ring<kOps>& r, int at, int op, int units,
-                                           Tile<T, kUnitsPerThread>& tile, const Vec<T>& fill) {
+                                           Tile<T, units_per_thread<kOps>()>& tile, const Vec<T>& fill) {
   const unsigned char* c = r.chunk(at, op);
 #pragma unroll
-  for (int k = 0; k < kUnitsPerThread; ++k) {
+  for (int k = 0; k < units_per_thread<kOps>(); ++k) {
     const int u = threadIdx.x + k * kConsumerThreads;
     tile.u[k] = u < units ? *reinterpret_cast<const Vec<T>*>(c + 16 * u) : fill;
   }
@@ -255,11 +266,11 @@ __device__ __forceinline__ void read_chunk(const Ring<kOps>& r, int at, int op, 
 
 // Writes value(k, j) (fp32, rounded to T) for element j of this thread's unit k of a chunk at c0 of
 // `row`, units past `units` skipped; 16-byte evict-first stores.
-template <typename T, typename F>
+template <typename T, int kUnits, typename F>
 __device__ __forceinline__ void store_chunk(T* __restrict__ row, std::int64_t c0, int units, F value) {
   constexpr int W = vec_width<T>();
 #pragma unroll
-  for (int k = 0; k < kUnitsPerThread; ++k) {
+  for (int k = 0; k < kUnits; ++k) {
     const int u = threadIdx.x + k * kConsumerThreads;
     float out[W];
 #pragma unroll
@@ -303,7 +314,7 @@ __device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem&
 // shared memory.
 template <int kOps>
 __device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
-  constexpr int S = Ring<kOps>::kStages;
+  constexpr int S = kStages;
   __shared__ __align__(8) std::uint64_t full[S], empty[S], exchanged;
   __shared__ Job jobs[S];
   if (threadIdx.x == 0) {
@@ -328,7 +339,7 @@ template <typename Math, int kOps>
 __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, unsigned* workspace,
                                         typename Math::V* partials, const Math& math) {
   using V = typename Math::V;
-  constexpr int S = Ring<kOps>::kStages;
+  constexpr int S = kStages;
   for (;;) {
     r.wait_full();
     const Job job = r.jobs[r.stage];
@@ -377,7 +388,7 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
 template <typename T, int kOps>
 struct ChunkMath {
   static constexpr int W = vec_width<T>();
-  static constexpr std::int64_t kChunkElems = kChunkBytes / sizeof(T);
+  static constexpr std::int64_t kChunkElems = chunk_bytes<kOps>() / sizeof(T);
   const T* in[kOps];
   std::int64_t in_stride[kOps];
   T* out;
@@ -385,7 +396,7 @@ struct ChunkMath {
 
   __device__ __forceinline__ const T* in_row(int op, std::int64_t row) const { return in[op] + row * in_stride[op]; }
   __device__ __forceinline__ Span body(const Job& job, const StreamProblem& p) const {
-    return slice_body<T>(job, p, row_geometry(in_row(0, job.row), p.cols));
+    return slice_body<T, kOps>(job, p, row_geometry(in_row(0, job.row), p.cols));
   }
   // This thread's element outside the body, with every operand's value: threads 0..W-2 take the
   // head (slice 0), threads 8..8+W-2 the tail (last slice); index -1 for every other thread.
@@ -423,7 +434,7 @@ struct ForwardMath : ChunkMath<T, 1> {
   __device__ __forceinline__ V edge_stat(const Edge& e) const {
     return e.index < 0 || e.v[0] == kNegInf ? identity() : V{e.v[0], 1.0f};
   }
-  using Chunk = Tile<T, kUnitsPerThread>;
+  using Chunk = Tile<T, units_per_thread<1>()>;
   __device__ __forceinline__ Chunk read(const Ring<1>& r, int at, int units) const {
     Chunk t;
     read_chunk(r, at, 0, units, t, fill());
@@ -437,7 +448,8 @@ struct ForwardMath : ChunkMath<T, 1> {
   // y = exp(x - max) / sum over the chunk.
   __device__ __forceinline__ void emit(const Chunk& t, int units, std::int64_t row, std::int64_t c0, const V& total) const {
     RowExp<T>(total.max, total.sum).apply([&](const auto& exp) {
-      store_chunk(this->out + row * this->out_stride, c0, units, [&](int k, int j) { return exp(t.at(k, j)); });
+      store_chunk<T, units_per_thread<1>()>(this->out + row * this->out_stride, c0, units,
+                                            [&](int k, int j) { return exp(t.at(k, j)); });
     });
   }
   __device__ __forceinline__ void store_edge(const Job& job, const Edge& e, const V& total) const {
@@ -455,7 +467,7 @@ struct BackwardMath : ChunkMath<T, 2> {
   // y * dy of this thread's edge element, or 0.
   __device__ __forceinline__ V edge_stat(const Edge& e) const { return e.index < 0 ? 0.0f : e.v[0] * e.v[1]; }
   struct Chunk {
-    Tile<T, kUnitsPerThread> y, dy;
+    Tile<T, units_per_thread<2>()> y, dy;
   };
   __device__ __forceinline__ Chunk read(const Ring<2>& r, int at, int units) const {
     Chunk c;
@@ -466,15 +478,15 @@ struct BackwardMath : ChunkMath<T, 2> {
   // Running sum of y * dy over the chunk.
   __device__ __forceinline__ V fold(const Chunk& c, V dot) const {
 #pragma unroll
-    for (int k = 0; k < kUnitsPerThread; ++k)
+    for (int k = 0; k < units_per_thread<2>(); ++k)
 #pragma unroll
       for (int j = 0; j < W; ++j) dot = fmaf(c.y.at(k, j), c.dy.at(k, j), dot);
     return dot;
   }
   // dx = y * (dy - sum(y * dy)) over the chunk.
   __device__ __forceinline__ void emit(const Chunk& c, int units, std::int64_t row, std::int64_t c0, const V& dot) const {
-    store_chunk(this->out + row * this->out_stride, c0, units,
-                [&](int k, int j) { return c.y.at(k, j) * (c.dy.at(k, j) - dot); });
+    store_chunk<T, units_per_thread<2>()>(this->out + row * this->out_stride, c0, units,
+                                          [&](int k, int j) { return c.y.at(k, j) * (c.dy.at(k, j) - dot); });
   }
   __device__ __forceinline__ void store_edge(const Job& job, const Edge& e, const V& dot) const {
     this->store_edge_value(job, e, e.v[0] * (e.v[1] - dot));
@@ -551,16 +563,16 @@ ForcedSlices forced_slices() {
 // - more (2048x50257, 1024x131072 fp32): none; 4 held ranged -1.6% to +1.3%, a whole ring -6%.
 constexpr std::int64_t kWholeRingJobsPerBlockMost = 4;
 constexpr std::int64_t kSomeHeldJobsPerBlockMost = 8;
-constexpr int kSomeHeldChunks = 4;
+constexpr int kSomeHeldBytes = 64 * 1024;  // per operand: 4 chunks of 16 KiB when session 24 measured it
 
 // Chunks a job keeps in the ring for pass 2: CUDA_PORTFOLIO_SPLIT_ROW_HELD=N if set (read per call,
 // for sweeps; clamped to the ring), else by jobs per block as above.
 template <int kOps>
 int held_chunks(std::int64_t jobs, std::int64_t grid) {
   const char* v = std::getenv("CUDA_PORTFOLIO_SPLIT_ROW_HELD");
-  if (v != nullptr) return std::clamp(std::atoi(v), 0, stages<kOps>());
-  if (jobs <= kWholeRingJobsPerBlockMost * grid) return stages<kOps>();
-  return jobs <= kSomeHeldJobsPerBlockMost * grid ? kSomeHeldChunks : 0;
+  if (v != nullptr) return std::clamp(std::atoi(v), 0, kStages);
+  if (jobs <= kWholeRingJobsPerBlockMost * grid) return kStages;
+  return jobs <= kSomeHeldJobsPerBlockMost * grid ? kSomeHeldBytes / chunk_bytes<kOps>() : 0;
 }
 
 // One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
@@ -570,7 +582,7 @@ int held_chunks(std::int64_t jobs, std::int64_t grid) {
 template <typename T, int kOps>
 StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   constexpr int W = vec_width<T>();
-  constexpr std::int64_t kChunkUnits = kChunkBytes / 16;
+  constexpr std::int64_t kChunkUnits = kSliceGranuleBytes / 16;
   const std::int64_t grid = std::max(1, sm_count);
   const double budget = l2_reread_budget_bytes(device) / static_cast<double>(grid);
   const double row_bytes = static_cast<double>(cols) * sizeof(T) * kOps;
