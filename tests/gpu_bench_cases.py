@@ -83,6 +83,8 @@ class BenchGpuTest(GpuTestCase):
                     self.assertRegex(r["config"] or "", r"^\d+x\d+x\d+, \d+ warps, \d+ stages, group \d+")
                 elif r["op"] == "softmax" and r["provider"] == "triton":  # warps, tile, tuned or the table's
                     self.assertRegex(r["config"] or "", r"^\d+ warps, \d+-column tiles(, evict_first loads)?, (tuned|table)$")
+                elif r["op"] == "softmax" and r["resolved_plan"] == "split_row":  # the CUDA split_row's layout
+                    self.assertRegex(r["config"] or "", r"^(streamed|portable): ")
                 elif r["op"] == "softmax":
                     self.assertIsNone(r["config"])
         ours_bad = [r for r in doc["records"] if r["kind"] == OURS and r["status"] in ("WRONG", "error")]

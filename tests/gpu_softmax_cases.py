@@ -257,6 +257,28 @@ class SoftmaxGpuTest(GpuTestCase):
         torch.cuda.synchronize()
         self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward", scale=grad_scale(y, dy))
 
+    def test_cuda_describe_launch_names_the_split_row_layout(self):
+        """describe_launch (what the benchmark records as a CUDA record's config) names split_row's layout and only
+        split_row's: on Hopper, operands at one 16-byte phase take the streamed kernels (a 1024x131072 fp32 row is
+        one slice of 512 KiB, one block per SM; 32x1M is cut into several), and an input at another phase than
+        the output takes the portable ones; block_per_row has one layout (None)."""
+        module = _backend_module("cuda")
+        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        streams = torch.cuda.get_device_capability() == (9, 0)
+        x = torch.randn(1024, 1 << 17, device="cuda")
+        text = module.describe_launch((x,), "split_row", "fwd")
+        if streams:
+            self.assertRegex(text, rf"^streamed: 1 slice per row, 512 KiB each, grid {sms}, \d+ chunks held$")
+            y, dy = torch.randn(32, 1 << 20, device="cuda"), torch.randn(32, 1 << 20, device="cuda")
+            self.assertRegex(module.describe_launch((y, dy), "split_row", "bwd"),
+                             rf"^streamed: ([2-9]|\d\d+) slices per row, \d+ KiB each, grid {sms}, \d+ chunks held$")
+        else:
+            self.assertRegex(text, r"^portable: \d+ slices? per row, \d+ columns each$")
+        shifted = torch.randn(8, (1 << 17) + 1, device="cuda")[:, 1:]  # rows 4 bytes past the output's phase
+        self.assertRegex(module.describe_launch((shifted,), "split_row", "fwd"),
+                         r"^portable: \d+ slices? per row, \d+ columns each$")
+        self.assertIsNone(module.describe_launch((x[:, :4096],), "block_per_row", "fwd"))
+
     def test_cuda_split_row_repeats_bit_for_bit(self):
         """split_row reduces in a fixed order (each block's threads, then the row's slices in slice order), so
         repeated launches on the same input must give the same bits. A slice sweep once saw one launch of the

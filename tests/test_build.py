@@ -71,6 +71,25 @@ class BuildTest(unittest.TestCase):
                 self.assertEqual(config("wgmma_tma", m, n, k, b_cm, base), want)
         self.assertEqual(config("register_blocked", 4096, 4096, 4096), "")
 
+    @unittest.skipUnless(NVCC, "nvcc not on PATH: the native module is not expected")
+    def test_softmax_config_without_a_gpu(self):
+        """What the benchmark records beside a CUDA softmax time: only split_row has a layout to name (it asks the
+        device, so tests/gpu_softmax_cases.py checks its text); every other plan answers '' without touching a
+        device, and a direction other than fwd / bwd is refused by name."""
+        from cuda_portfolio import _native
+
+        def config(plan, direction="fwd"):
+            return _native.softmax_config(plan, "float32", direction, 4, 100, 0, 100, 0, 100, 0, 100, 0)
+
+        for plan in ("warp_per_row", "block_per_row", "block_online", "cluster_split_row"):
+            with self.subTest(plan=plan):
+                self.assertEqual(config(plan), "")
+                self.assertEqual(config(plan, "bwd"), "")
+        with self.assertRaisesRegex(ValueError, "direction must be 'fwd' or 'bwd', got 'sideways'"):
+            config("block_per_row", "sideways")
+        with self.assertRaisesRegex(ValueError, "unknown|plan"):
+            config("no_such_plan")
+
     def test_cuda_backend_unavailable_reason_without_gpu(self):
         if torch.cuda.is_available():
             self.skipTest("a GPU is present")

@@ -27,6 +27,23 @@ void bind_softmax(py::module_& m) {
       py::arg("plan"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("device"),
       "'' when the plan can run this shape on the device (forward and backward), else the reason.");
   m.def(
+      "softmax_config",
+      [](const std::string& plan, const std::string& dtype, const std::string& direction, std::int64_t rows,
+         std::int64_t cols, std::uintptr_t in0, std::int64_t in0_row_stride, std::uintptr_t in1,
+         std::int64_t in1_row_stride, std::uintptr_t out, std::int64_t out_row_stride, int device) {
+        if (direction != "fwd" && direction != "bwd")
+          throw std::invalid_argument("softmax_config: direction must be 'fwd' or 'bwd', got '" + direction + "'");
+        const auto dir = direction == "fwd" ? SoftmaxDirection::Forward : SoftmaxDirection::Backward;
+        return softmax_config(parse_softmax_plan(plan), parse_dtype(dtype),
+                              ConstRowsView{as_ptr<const void>(in0), rows, cols, in0_row_stride},
+                              ConstRowsView{as_ptr<const void>(in1), rows, cols, in1_row_stride},
+                              ConstRowsView{as_ptr<const void>(out), rows, cols, out_row_stride}, dir, device);
+      },
+      py::arg("plan"), py::arg("dtype"), py::arg("direction"), py::arg("rows"), py::arg("cols"), py::arg("in0"),
+      py::arg("in0_row_stride"), py::arg("in1"), py::arg("in1_row_stride"), py::arg("out"), py::arg("out_row_stride"),
+      py::arg("device"),
+      "What the plan launches for these operands ('' for plans with one layout): split_row's layout.");
+  m.def(
       "softmax_workspace_bytes",
       [](const std::string& plan, const std::string& dtype, std::int64_t rows, std::int64_t cols, int device) {
         return softmax_workspace_bytes(parse_softmax_plan(plan), parse_dtype(dtype), rows, cols, device);

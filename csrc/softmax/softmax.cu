@@ -176,6 +176,21 @@ std::size_t softmax_workspace_bytes(SoftmaxPlan plan, DType dtype, std::int64_t 
   return softmax_detail::split_row_workspace_bytes(dtype, rows, cols, device, sm_count(device));
 }
 
+std::string softmax_config(SoftmaxPlan plan, DType dtype, ConstRowsView in0, ConstRowsView in1, ConstRowsView out,
+                           SoftmaxDirection direction, int device) {
+  const bool forward = direction == SoftmaxDirection::Forward;
+  check_view("in0", in0.rows, in0.cols, in0.row_stride, in0.rows, in0.cols);
+  check_view("out", out.rows, out.cols, out.row_stride, in0.rows, in0.cols);
+  if (!forward) check_view("in1", in1.rows, in1.cols, in1.row_stride, in0.rows, in0.cols);
+  if (plan != SoftmaxPlan::SplitRow || in0.rows == 0 || in0.cols == 0) return "";
+  DeviceGuard guard(device);
+  require_runnable(plan, dtype, in0.rows, in0.cols, device);
+  // Nothing is launched: the output's address is only compared (split_row_streams), never written.
+  const RowOperands op{dtype, in0.rows, in0.cols, in0.data, in0.row_stride, forward ? nullptr : in1.data,
+                       forward ? 0 : in1.row_stride, const_cast<void*>(out.data), out.row_stride, false};
+  return softmax_detail::split_row_config(op, forward, device, sm_count(device));
+}
+
 void softmax_forward(SoftmaxPlan plan, DType dtype, ConstRowsView x, RowsView y, void* workspace,
                      std::size_t workspace_bytes, cudaStream_t stream, int device) {
   check_view("y", y.rows, y.cols, y.row_stride, x.rows, x.cols);

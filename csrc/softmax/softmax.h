@@ -46,6 +46,12 @@ std::string softmax_plan_unsupported(SoftmaxPlan plan, DType dtype, std::int64_t
 std::size_t softmax_workspace_bytes(SoftmaxPlan plan, DType dtype, std::int64_t rows, std::int64_t cols,
                                     int device);
 
+// What `plan` launches for these operands, as text (the benchmark records it beside the plan): split_row names
+// its layout, the one thing about it that a shape changes (streamed: slices per row, grid, chunks held for pass 2;
+// portable: slices per row of how many columns); "" for the other plans. `in1` is dy (backward) or empty (forward).
+std::string softmax_config(SoftmaxPlan plan, DType dtype, ConstRowsView in0, ConstRowsView in1, ConstRowsView out,
+                           SoftmaxDirection direction, int device);
+
 // y = softmax(x) per row. `workspace` holds softmax_workspace_bytes(...) bytes (may be null if 0).
 void softmax_forward(SoftmaxPlan plan, DType dtype, ConstRowsView x, RowsView y, void* workspace,
                      std::size_t workspace_bytes, cudaStream_t stream, int device);

@@ -55,6 +55,8 @@ bool block_online_rereads_from_l2(DType dtype, std::int64_t rows, std::int64_t c
 std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device, int sm_count);
 void split_row_forward(const RowOperands& op, const LaunchContext& ctx);
 void split_row_backward(const RowOperands& op, const LaunchContext& ctx);
+// The layout split_row launches for these operands (softmax_config's text).
+std::string split_row_config(const RowOperands& op, bool forward, int device, int sm_count);
 
 // Defined in softmax_split_row_stream_sm90a.cu (built only with CUDA_PORTFOLIO_HAS_SM90A): split_row's
 // Hopper kernels, used when split_row_streams(op, device): sm_90, every operand's rows at the same
@@ -65,6 +67,8 @@ bool split_row_streams(const RowOperands& op, int device);
 std::size_t split_row_stream_workspace_bytes(DType dtype, std::int64_t rows, std::int64_t cols, int device,
                                              int sm_count);
 void split_row_stream_forward(const RowOperands& op, const LaunchContext& ctx);
+std::string split_row_stream_config(DType dtype, std::int64_t rows, std::int64_t cols, bool forward, int device,
+                                    int sm_count);
 void split_row_stream_backward(const RowOperands& op, const LaunchContext& ctx);
 
 // Defined in softmax_cluster_split_row_sm90a.cu (built only with CUDA_PORTFOLIO_HAS_SM90A).

@@ -172,6 +172,20 @@ std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64
   return bytes;
 }
 
+std::string split_row_config(const RowOperands& op, bool forward, int device, int sm_count) {
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+  if (split_row_streams(op, device))
+    return split_row_stream_config(op.dtype, op.rows, op.cols, forward, device, sm_count);
+#endif
+  SplitLayout l{};
+  CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
+    l = forward ? forward_layout<T>(op.rows, op.cols, device, sm_count)
+                : backward_layout<T>(op.rows, op.cols, device, sm_count);
+  })
+  return "portable: " + std::to_string(l.slices) + (l.slices == 1 ? " slice" : " slices") + " per row, " +
+         std::to_string(l.slice_len) + " columns each";
+}
+
 void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (split_row_streams(op, ctx.device)) return split_row_stream_forward(op, ctx);

@@ -658,6 +658,18 @@ std::size_t split_row_stream_workspace_bytes(DType dtype, std::int64_t rows, std
   return bytes;
 }
 
+std::string split_row_stream_config(DType dtype, std::int64_t rows, std::int64_t cols, bool forward, int device,
+                                    int sm_count) {
+  StreamLayout l{};
+  CP_DISPATCH_FLOAT_TYPES(dtype, T, {
+    l = forward ? stream_layout<T, 1>(rows, cols, device, sm_count) : stream_layout<T, 2>(rows, cols, device, sm_count);
+  })
+  const StreamProblem& p = l.problem;
+  return "streamed: " + std::to_string(p.slices) + (p.slices == 1 ? " slice" : " slices") + " per row, " +
+         std::to_string((p.slice_units * 16 + 512) / 1024) + " KiB each, grid " + std::to_string(l.grid) + ", " +
+         std::to_string(p.held_most) + " chunks held";
+}
+
 void split_row_stream_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const StreamLayout l = stream_layout<T, 1>(op.rows, op.cols, ctx.device, ctx.sm_count);

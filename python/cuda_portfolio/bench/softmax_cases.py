@@ -100,15 +100,10 @@ def _bind_ours(module, direction, plan):
 
 
 def _describe_ours(module, direction, plan):
-    """What the Triton backend launched (warps, tile, tuned or the table's); the CUDA backend names no more than
-    its plan."""
-    if not hasattr(module, "kernel_config"):
-        return None
-
+    """What the backend launched on the case's operands: Triton's warps, tile and tuning; the CUDA split_row's
+    layout (the other CUDA plans have one, and the record names the plan)."""
     def describe(inputs):
-        operands = inputs[:1] if direction == "fwd" else inputs[1:]
-        return module.kernel_config(operands[0], plan, direction,
-                                    module.whole_units(plan, operands, operands[0].shape[1]))
+        return module.describe_launch(inputs[:1] if direction == "fwd" else inputs[1:], plan, direction)
     return describe
 
 

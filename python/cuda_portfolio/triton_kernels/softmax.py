@@ -1091,6 +1091,13 @@ def whole_units(plan: str, tensors, cols: int) -> bool:
     return any(_alignment(plan, tensors, cols))
 
 
+def describe_launch(operands, plan: str, direction: str) -> str:
+    """What runs for `plan` on these operands ((x,) forward, (y, dy) backward), as the benchmark records it
+    (kernel_config)."""
+    first = operands[0]
+    return kernel_config(first, plan, direction, whole_units(plan, operands, first.shape[1]))
+
+
 def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: str) -> None:
     """dx2d = y2d * (dy2d - sum(y2d * dy2d)) over each row, with `plan`."""
     rows, cols = y2d.shape
