@@ -259,16 +259,16 @@ class SoftmaxGpuTest(GpuTestCase):
 
     def test_cuda_describe_launch_names_the_split_row_layout(self):
         """describe_launch (what the benchmark records as a CUDA record's config) names split_row's layout and only
-        split_row's: on Hopper, operands at one 16-byte phase take the streamed kernels (a 1024x131072 fp32 row is
-        one slice of 512 KiB, one block per SM; 32x1M is cut into several), and an input at another phase than
+        split_row's: on Hopper, operands at one 16-byte phase take the streamed kernels (a 1024x131072 bf16 row is
+        one slice of 256 KiB, one block per SM; 32x1M is cut into several), and an input at another phase than
         the output takes the portable ones; block_per_row has one layout (None)."""
         module = _backend_module("cuda")
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         streams = torch.cuda.get_device_capability() == (9, 0)
-        x = torch.randn(1024, 1 << 17, device="cuda")
+        x = torch.randn(1024, 1 << 17, device="cuda", dtype=torch.bfloat16)
         text = module.describe_launch((x,), "split_row", "fwd")
         if streams:
-            self.assertRegex(text, rf"^streamed: 1 slice per row, 512 KiB each, grid {sms}, \d+ chunks held$")
+            self.assertRegex(text, rf"^streamed: 1 slice per row, 256 KiB each, grid {sms}, \d+ chunks held$")
             y, dy = torch.randn(32, 1 << 20, device="cuda"), torch.randn(32, 1 << 20, device="cuda")
             self.assertRegex(module.describe_launch((y, dy), "split_row", "bwd"),
                              rf"^streamed: ([2-9]|\d\d+) slices per row, \d+ KiB each, grid {sms}, \d+ chunks held$")
