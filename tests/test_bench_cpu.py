@@ -265,6 +265,23 @@ class RunnerLogicTest(unittest.TestCase):
         doc["records"] = list(records.values())
         self.assertEqual(validate_results(doc), [])
 
+    def test_a_failing_description_fails_its_record_only(self):
+        """describe (what ran, recorded as `config`) is our code: when it raises, that record is an error that
+        names it, and the case's other records are timed and checked as usual."""
+        def broken(inputs):
+            raise RuntimeError("no layout for you")
+
+        providers = [provider("mine", OURS, lambda x: torch.softmax(x, -1), plan="auto", describe=broken),
+                     provider("torch", PEER, lambda x: torch.softmax(x, -1))]
+        records = self.run_fake(providers, {"mine": 0.5, "torch": 1.0})
+        self.assertEqual(records["mine"]["status"], "error")
+        self.assertEqual(records["mine"]["reason"], "describing the launch: RuntimeError: no layout for you")
+        self.assertEqual(records["torch"]["status"], "ok")
+        self.assertIsNotNone(records["torch"]["tb_per_s"])
+        doc = load_fixture()
+        doc["records"] = list(records.values())
+        self.assertEqual(validate_results(doc), [])
+
     def test_round_medians_recorded_and_a_provider_with_two_speeds_noted(self):
         """Each record keeps every round's median; the table names a provider whose rounds differ by
         more than 5% (its overall median stands for neither speed) and stays quiet about steady ones."""

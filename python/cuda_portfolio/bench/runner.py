@@ -75,7 +75,10 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
         if record["status"] == "ok":
             output, copy_index = timer.last_output()
             if provider.describe is not None:
-                record["config"] = provider.describe(copies[copy_index])
+                try:
+                    record["config"] = provider.describe(copies[copy_index])
+                except Exception as exc:  # a bug of ours: this record fails, the run's other cases still run
+                    record["status"], record["reason"] = "error", f"describing the launch: {first_line(exc)}"
             if copy_index not in references:
                 references[copy_index] = case.reference(copies[copy_index])
             rel_err, problem = relative_error(output, references[copy_index])
