@@ -20,10 +20,10 @@
 // Each job streams pass 1's chunks, then pass 2's re-reads (ChunkPlan). The producer runs up to a
 // whole ring ahead of the consumers, into the next job, so DRAM sees up to 192 KiB per SM in
 // flight (the register-tiled kernels issue a tile, then wait for it). Warps 0-15 consume: each
-// thread reads 4 units (16 B each) of a forward chunk, 2 per operand backward, from shared memory, releases the stage (a
-// proxy fence and an mbarrier arrive per thread: Ring::release) and computes. In pass 1 the
-// consumers release only the chunks pass 2 reads again; the held ones (a ring, 4 or none) stay in
-// their stages. Between the passes the job's slices exchange their statistics; pass 2 then reads the
+// thread reads 4 units (16 B each) of a forward chunk, 2 per operand backward, from shared memory,
+// releases the stage (a proxy fence and an mbarrier arrive per thread: Ring::release) and computes.
+// In pass 1 the consumers release only the chunks pass 2 reads again; the held ones (a ring, 64 KiB
+// per operand, or none) stay in their stages. Between the passes the job's slices exchange their statistics; pass 2 then reads the
 // held chunks first (no wait: they are there) and releases them, which lets the producer load the
 // re-read chunks into those stages, then the re-read chunks, and stores the output from registers
 // with 16-byte evict-first stores.
@@ -101,7 +101,6 @@ constexpr int units_per_thread() {
   static_assert(chunk_bytes<kOps>() % (16 * kConsumerThreads) == 0, "a chunk is whole units per consumer");
   return chunk_bytes<kOps>() / 16 / kConsumerThreads;
 }
-
 
 struct Job {
   std::int64_t row;  // < 0: no more jobs
