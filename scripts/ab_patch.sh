@@ -4,16 +4,18 @@
 # 1. builds the tree as it is and times it: python -m cuda_portfolio.bench with the arguments given
 #    (default: the CUDA softmax at the long-row shapes and 4096x4096 as a control, both directions);
 # 2. applies the patch, rebuilds and times the same cases;
-# 3. prints `python -m cuda_portfolio.bench.compare` of the two (the noise band is the run's own);
-# 4. runs the tests in TESTS on the patched build (default tests.gpu_softmax_cases; TESTS= skips them).
+# 3. runs the tests in TESTS on the patched build (default tests.gpu_softmax_cases; TESTS= skips them).
 #    They are not the whole tier: a kernel lands only after `python -m unittest tests.test_gpu` passes;
-# 5. reverses the patch, whatever happened before, and rebuilds the tree as it was, so the installed
-#    module is never left a build of the patch.
+# 4. reverses the patch, whatever happened before, and rebuilds the tree as it was, so the installed
+#    module is never left a build of the patch;
+# 5. times that build again in a third process ("repeat"; REPEAT=0 skips it) and prints
+#    `python -m cuda_portfolio.bench.compare before after --repeat repeat`: our kernels move between
+#    processes by more than the A/A band shows, and the repeat's drift widens the noise band.
 # JSONs, the comparison and logs go to $OUT_DIR (default results/local/ab-<patch name>). The JSONs
 # record the commit (CUDA_PORTFOLIO_GIT_COMMIT if set, else git's), the patched one as
 # "<commit>+<patch name>" and dirty. Builds for the GPU present (CUDA_PORTFOLIO_CUDA_ARCHS=native).
 set -uo pipefail
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in
   -h | --help) usage; exit 0 ;;
   "") usage >&2; exit 2 ;;
@@ -27,6 +29,7 @@ NAME=$(basename "$PATCH" .patch)
 OUT_DIR=${OUT_DIR:-results/local/ab-$NAME}
 PY=${PYTHON:-python3}
 TESTS=${TESTS-tests.gpu_softmax_cases}
+REPEAT=${REPEAT:-1}
 mkdir -p "$OUT_DIR"
 export CUDA_PORTFOLIO_CUDA_ARCHS=${CUDA_PORTFOLIO_CUDA_ARCHS:-native}
 BASE=${CUDA_PORTFOLIO_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -69,7 +72,6 @@ build_and_time before "$BASE" 0 "$@"
 git apply "$PATCH" && applied=1
 patched_build=1
 build_and_time after "$BASE+$NAME" 1 "$@"
-$PY -m cuda_portfolio.bench.compare "$OUT_DIR/before.json" "$OUT_DIR/after.json" | tee "$OUT_DIR/compare.txt"
 status=0
 if [ -n "$TESTS" ]; then
   t0=$SECONDS
@@ -77,5 +79,13 @@ if [ -n "$TESTS" ]; then
   status=$?
   echo "tests ($TESTS) on the patched build: rc $status, $((SECONDS - t0)) s: $(grep -E '^Ran |^OK|^FAILED' "$OUT_DIR/tests.log" | tr '\n' ' ')"
 fi
+repeat=()
+if [ "$REPEAT" != 0 ]; then
+  git apply -R "$PATCH" && applied=0
+  build_and_time repeat "$BASE" 0 "$@"  # the tree as it was, rebuilt: restore has nothing left to do
+  patched_build=0
+  repeat=(--repeat "$OUT_DIR/repeat.json")
+fi
+$PY -m cuda_portfolio.bench.compare "$OUT_DIR/before.json" "$OUT_DIR/after.json" ${repeat[@]+"${repeat[@]}"} | tee "$OUT_DIR/compare.txt"
 echo "files: $OUT_DIR"
 exit $status

@@ -521,6 +521,36 @@ class CompareTest(unittest.TestCase):
         self.assertFalse(any(" torch " in line for line in compare.compare_lines(doc, doc)[4:]))
         self.assertTrue(any(" torch " in line for line in compare.compare_lines(doc, doc, peers=True)[4:]))
 
+    def test_a_repeat_of_before_widens_the_band_to_its_drift(self):
+        before = load_fixture()
+        after, repeat = copy.deepcopy(before), copy.deepcopy(before)
+        _, high = compare.aa_band(before["records"])
+        changed = self.ours_ok(after)[0]
+        changed["ratio_to_ceiling"] *= high + 0.03  # outside the A/A band, inside the repeat's drift below
+        drifted = self.ours_ok(repeat)[1]
+        drifted["ratio_to_ceiling"] *= 1 - (high - 1) - 0.05
+        spread = (high - 1) + 0.05
+        label = compare.provider_label(changed)
+        without = compare.compare_lines(before, after)
+        self.assertTrue(any(line.startswith("+ ") and label in line for line in without))
+        lines = compare.compare_lines(before, after, repeat=repeat)
+        self.assertIn(f"repeat against before: {1 - spread:.3f}..1.000 over {len(self.ours_ok(before))} records of ours",
+                      lines)
+        self.assertTrue(any(line.startswith("noise band: ") and f"(±{spread:.3f})" in line for line in lines), lines)
+        self.assertFalse([line for line in lines if line[:2] in ("+ ", "- ")])
+        self.assertTrue(any(compare.provider_label(drifted) in line and f"repeat {1 - spread:5.3f}" in line
+                            for line in lines))
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for name, doc in (("before", before), ("after", after), ("repeat", repeat)):
+                paths.append(os.path.join(tmp, f"{name}.json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(doc, f)
+            r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench.compare", paths[0], paths[1],
+                                "--repeat", paths[2]], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), lines)
+
     def test_command_line_refuses_a_file_that_is_not_results(self):
         with tempfile.TemporaryDirectory() as tmp:
             bad = os.path.join(tmp, "bad.json")

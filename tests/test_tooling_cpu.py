@@ -457,7 +457,7 @@ case "$2" in
     while [ $# -gt 0 ]; do [ "$1" = --json ] && json=$2; shift; done
     echo "bench kernel=$(cat kernel.txt)" >> steps.log
     echo "{\\"kernel\\": \\"$(cat kernel.txt)\\"}" > "$json" ;;
-  cuda_portfolio.bench.compare) echo "compare: $(cat "$3") -> $(cat "$4")" ;;
+  cuda_portfolio.bench.compare) echo "compare: $(cat "$3") -> $(cat "$4")${6:+ repeat $(cat "$6")}" ;;
   unittest) echo "tests kernel=$(cat kernel.txt)" >> steps.log; echo "Ran 1 test"; echo OK ;;
 esac
 """
@@ -465,9 +465,29 @@ esac
 
 class AbPatchTest(unittest.TestCase):
     """scripts/ab_patch.sh in a scratch repository, with a stub for python: the patch is off for the first build
-    and bench, on for the second and the tests, and reversed and rebuilt away at the end."""
+    and bench, on for the second and the tests, and reversed and rebuilt away at the end, where the tree as it was
+    is timed again (the repeat) unless REPEAT=0."""
 
-    def test_before_after_and_the_tree_restored(self):
+    def test_before_after_repeat_and_the_tree_restored(self):
+        r, steps, files = self.run_ab({})
+        self.assertIn('compare: {"kernel": "A"} -> {"kernel": "B"} repeat {"kernel": "A"}', r.stdout)
+        # the repeat's install rebuilds the tree as it was: the installed module is not left the patched build
+        self.assertEqual(steps, ["install abc1234 dirty=0 kernel=A", "bench kernel=A",
+                                 "install abc1234+change dirty=1 kernel=B", "bench kernel=B", "tests kernel=B",
+                                 "install abc1234 dirty=0 kernel=A", "bench kernel=A"])
+        self.assertLessEqual({"before.json", "after.json", "repeat.json", "compare.txt"}, files)
+
+    def test_without_the_repeat_the_tree_is_still_restored(self):
+        r, steps, files = self.run_ab({"REPEAT": "0"})
+        self.assertIn('compare: {"kernel": "A"} -> {"kernel": "B"}\n', r.stdout)
+        self.assertNotIn("repeat.json", files)
+        self.assertEqual(steps, ["install abc1234 dirty=0 kernel=A", "bench kernel=A",
+                                 "install abc1234+change dirty=1 kernel=B", "bench kernel=B", "tests kernel=B",
+                                 "install abc1234 dirty=0 kernel=A"])
+
+    def run_ab(self, extra_env: dict):
+        """(completed process, the stub's steps, the names of the files it wrote) of one ab_patch.sh run; checks
+        that it passed and left the patch reversed."""
         with tempfile.TemporaryDirectory() as d:
             repo = Path(d)
             (repo / "scripts").mkdir()
@@ -484,18 +504,13 @@ class AbPatchTest(unittest.TestCase):
             stub = repo / "stub-python"
             stub.write_text(STUB_PYTHON)
             stub.chmod(0o755)
-            env = dict(os.environ, PYTHON=str(stub), CUDA_PORTFOLIO_GIT_COMMIT="abc1234")
+            env = dict(os.environ, PYTHON=str(stub), CUDA_PORTFOLIO_GIT_COMMIT="abc1234", **extra_env)
             r = subprocess.run(["bash", str(repo / "scripts" / "ab_patch.sh"), str(repo / "change.patch")],
                                cwd=repo, env=env, capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertIn('compare: {"kernel": "A"} -> {"kernel": "B"}', r.stdout)
-            steps = (repo / "steps.log").read_text().splitlines()
-            # the last install rebuilds the tree as it was: the installed module is not left the patched build
-            self.assertEqual(steps, ["install abc1234 dirty=0 kernel=A", "bench kernel=A",
-                                     "install abc1234+change dirty=1 kernel=B", "bench kernel=B", "tests kernel=B",
-                                     "install abc1234 dirty=0 kernel=A"])
             self.assertEqual((repo / "kernel.txt").read_text(), "A\n")  # the patch is reversed
-            self.assertTrue((repo / "results" / "local" / "ab-change" / "after.json").exists())
+            files = {p.name for p in (repo / "results" / "local" / "ab-change").iterdir()}
+            return r, (repo / "steps.log").read_text().splitlines(), files
 
 
 class SassStallsTest(unittest.TestCase):

@@ -2,6 +2,7 @@
 
     python -m cuda_portfolio.bench.compare results/h200/softmax.json results/local/softmax.json
     python -m cuda_portfolio.bench.compare BEFORE.json AFTER.json --peers --changed
+    python -m cuda_portfolio.bench.compare BEFORE.json AFTER.json --repeat BEFORE-AGAIN.json
 
 Each run is compared through its own ceiling (ratio to the device copy for softmax, to cuBLAS for
 GEMM, both measured in that run), so a GPU that runs warmer or a cuBLAS that tuned differently does
@@ -10,6 +11,11 @@ asked for); the plan that ran is printed when it differs. The verdict uses the A
 runs: a change inside the wider of the two bands (time ratio of a peer timed twice) is noise ("="),
 outside it faster ("+") or slower ("-"). The bands measure noise within a run; two runs hours or
 boots apart drift more, so read a mark just outside the band as a lead to rerun, not a result.
+
+--repeat names a second run of BEFORE's build in another process (scripts/ab_patch.sh makes one). Our
+kernels can move between processes by more than the A/A band shows (docs/perf-log.md, "Session 35"):
+the repeat's largest drift from BEFORE over our records, s, widens the band to at least 1-s..1+s, and
+each line shows its cell's own drift.
 """
 from __future__ import annotations
 
@@ -49,22 +55,44 @@ def verdict(gain: float, band: tuple[float, float] | None) -> str:
     return "="
 
 
-def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: bool = False) -> list[str]:
-    """The comparison as printable lines: a header per run, one line per matched record, a summary."""
+def _ok(r: dict | None) -> bool:
+    return r is not None and r["status"] == "ok"
+
+
+def repeat_drift(before: dict, repeat: dict) -> dict:
+    """{key: repeat's ratio to ceiling / before's} for our records ok in both runs."""
+    old = {_key(r): r for r in before["records"] if r["kind"] == "ours"}
+    return {_key(r): r["ratio_to_ceiling"] / old[_key(r)]["ratio_to_ceiling"]
+            for r in repeat["records"] if r["kind"] == "ours" and _ok(r) and _ok(old.get(_key(r)))}
+
+
+def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: bool = False,
+                  repeat: dict | None = None) -> list[str]:
+    """The comparison as printable lines: a header per run, one line per matched record, a summary. With
+    `repeat` (BEFORE's build run again), the band is widened by the repeat's largest drift from BEFORE."""
     kinds = ("ours", "peer") if peers else ("ours",)
     old = {_key(r): r for r in before["records"] if r["kind"] in kinds}
     new = {_key(r): r for r in after["records"] if r["kind"] in kinds}
-    bands = [aa_band(before["records"]), aa_band(after["records"])]
+    runs = [("before", before), ("after", after)] + ([("repeat", repeat)] if repeat else [])
+    bands = [aa_band(doc["records"]) for _, doc in runs]
     known = [b for b in bands if b]
     band = (min(b[0] for b in known), max(b[1] for b in known)) if known else None
+    drift = repeat_drift(before, repeat) if repeat else {}
+    spread = max((abs(d - 1.0) for d in drift.values()), default=0.0)
+    if drift:
+        band = (min(band[0] if band else 1.0, 1.0 - spread), max(band[1] if band else 1.0, 1.0 + spread))
 
     lines = []
-    for name, doc, b in (("before", before, bands[0]), ("after", after, bands[1])):
+    for (name, doc), b in zip(runs, bands):
         env = doc["env"]
         aa = f"A/A {b[0]:.3f}..{b[1]:.3f}" if b else "no A/A control"
         lines.append(f"{name}: commit {(env['git_commit'] or 'unknown')[:12]}{' (dirty)' if env['git_dirty'] else ''}, "
                      f"{env['date']}, {env['gpu']}, {aa}")
-    lines.append("noise band: " + (f"{band[0]:.3f}..{band[1]:.3f} (time ratio)" if band else
+    if repeat:
+        lines.append(f"repeat against before: {min(drift.values()):.3f}..{max(drift.values()):.3f} over {len(drift)} "
+                     "records of ours" if drift else "repeat against before: no record of ours in both")
+    widened = f", widened to the repeat's drift (±{spread:.3f})" if drift else ""
+    lines.append("noise band: " + (f"{band[0]:.3f}..{band[1]:.3f} (time ratio{widened})" if band else
                                    "none (no A/A control in either run): every change is marked"))
     lines.append("ratio to the run's ceiling (x copy for softmax, x cuBLAS for GEMM), before -> after; "
                  "gain = after / before")
@@ -77,13 +105,14 @@ def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: 
         plans = ""
         if a and b and a.get("resolved_plan") != b.get("resolved_plan"):
             plans = f"  (ran {a.get('resolved_plan')} -> {b.get('resolved_plan')})"
-        if a and b and a["status"] == "ok" and b["status"] == "ok":
+        if _ok(a) and _ok(b):
             gain = b["ratio_to_ceiling"] / a["ratio_to_ceiling"]
             mark = verdict(gain, band)
             counts[mark] += 1
+            own = f"  repeat {drift[key]:5.3f}" if key in drift else ""
             if not (changed_only and mark == "="):
                 lines.append(f"{mark} {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7} "
-                             f"gain {gain:5.3f}{plans}")
+                             f"gain {gain:5.3f}{own}{plans}")
         else:
             counts["?"] += 1
             lines.append(f"? {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7}{plans}")
@@ -99,9 +128,11 @@ def main(argv=None) -> int:
     parser.add_argument("after", type=argparse.FileType("r"), help="results JSON of the later run")
     parser.add_argument("--peers", action="store_true", help="compare the peers' records too (torch, cuBLAS, ...)")
     parser.add_argument("--changed", action="store_true", help="print only the records outside the noise band")
+    parser.add_argument("--repeat", type=argparse.FileType("r"), metavar="JSON",
+                        help="BEFORE's build run again in another process: its drift widens the noise band")
     args = parser.parse_args(argv)
     docs = []
-    for f in (args.before, args.after):
+    for f in [args.before, args.after] + ([args.repeat] if args.repeat else []):
         with f:
             doc = json.load(f)
         problems = validate_results(doc)
@@ -109,7 +140,8 @@ def main(argv=None) -> int:
             print(f"compare: {f.name} is not a benchmark results file: {problems[0]}", file=sys.stderr)
             return 2
         docs.append(doc)
-    print("\n".join(compare_lines(*docs, peers=args.peers, changed_only=args.changed)))
+    print("\n".join(compare_lines(docs[0], docs[1], peers=args.peers, changed_only=args.changed,
+                                  repeat=docs[2] if args.repeat else None)))
     return 0
 
 
