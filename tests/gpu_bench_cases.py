@@ -67,6 +67,8 @@ class BenchGpuTest(GpuTestCase):
                 doc = json.load(f)
         self.assertEqual(validate_results(doc), [])
         self.assertEqual(doc["env"]["timing_method"], "graph")
+        # which GPU of a pool ran it: runs on two machine starts are told apart by this
+        self.assertRegex(doc["env"]["gpu_uuid"] or "", r"^[0-9a-fA-F-]{16,}$")
         torch_records = [r for r in doc["records"] if r["provider"] in ("torch", "cublas") and r["status"] == "ok"]
         self.assertEqual(len(torch_records), 2 * 2 + 2, "torch fwd+bwd per dtype and cuBLAS per dtype should run")
         for r in torch_records:

@@ -508,6 +508,14 @@ class CompareTest(unittest.TestCase):
         self.assertTrue(any(line.startswith("+ ") and compare.provider_label(faster) in line for line in lines))
         self.assertTrue(lines[-1].startswith("1 faster, 1 slower, "), lines[-1])
 
+    def test_the_gpu_of_each_run_is_named_when_recorded(self):
+        before = load_fixture()
+        after = copy.deepcopy(before)
+        after["env"]["gpu_uuid"] = "8d3f2a61-0c4e-9b7a-1f25-3e6c9d0a4b71"  # runs before session 35 have none
+        lines = compare.compare_lines(before, after)
+        self.assertTrue(lines[0].startswith("before: ") and "8d3f2a61" not in lines[0], lines[0])
+        self.assertIn(f"{after['env']['gpu']} 8d3f2a61-0c4e, ", lines[1])
+
     def test_a_different_plan_that_ran_is_named(self):
         before = load_fixture()
         after = copy.deepcopy(before)

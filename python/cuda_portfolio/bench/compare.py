@@ -86,8 +86,9 @@ def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: 
     for (name, doc), b in zip(runs, bands):
         env = doc["env"]
         aa = f"A/A {b[0]:.3f}..{b[1]:.3f}" if b else "no A/A control"
+        unit = f" {env['gpu_uuid'][:13]}" if env.get("gpu_uuid") else ""
         lines.append(f"{name}: commit {(env['git_commit'] or 'unknown')[:12]}{' (dirty)' if env['git_dirty'] else ''}, "
-                     f"{env['date']}, {env['gpu']}, {aa}")
+                     f"{env['date']}, {env['gpu']}{unit}, {aa}")
     if repeat:
         lines.append(f"repeat against before: {min(drift.values()):.3f}..{max(drift.values()):.3f} over {len(drift)} "
                      "records of ours" if drift else "repeat against before: no record of ours in both")

@@ -66,12 +66,19 @@ def liger_version() -> str | None:
         return None
 
 
+def gpu_uuid(props) -> str | None:
+    """The GPU's UUID without nvidia-smi's "GPU-" prefix: which GPU of a pool ran a file."""
+    uuid = getattr(props, "uuid", None)
+    return str(uuid).removeprefix("GPU-") if uuid is not None else None
+
+
 def env_block(method: str, method_reason: str, command: str) -> dict:
     device = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(device)
     commit, dirty = git_state()
     return {
         "gpu": props.name,
+        "gpu_uuid": gpu_uuid(props),
         "sm_count": props.multi_processor_count,
         "compute_capability": f"{props.major}.{props.minor}",
         "l2_bytes": int(getattr(props, "L2_cache_size", 0)) or None,
