@@ -23,10 +23,10 @@
 // thread reads 4 units (16 B each) of a forward chunk, 2 per operand backward, from shared memory,
 // releases the stage (a proxy fence and an mbarrier arrive per thread: Ring::release) and computes.
 // In pass 1 the consumers release only the chunks pass 2 reads again; the held ones (a ring, 64 KiB
-// per operand, or none) stay in their stages. Between the passes the job's slices exchange their statistics; pass 2 then reads the
-// held chunks first (no wait: they are there) and releases them, which lets the producer load the
-// re-read chunks into those stages, then the re-read chunks, and stores the output from registers
-// with 16-byte evict-first stores.
+// per operand, or none) stay in their stages. Between the passes the job's slices exchange their
+// statistics; pass 2 then reads the held chunks first (no wait: they are there) and releases them,
+// which lets the producer load the re-read chunks into those stages, then the re-read chunks, and
+// stores the output from registers with 16-byte evict-first stores.
 // L2: a slice's first (slice - held) bytes are read from DRAM in pass 1 and again in pass 2,
 // ideally from L2; the held rest is read once. Session 23 measured why it matters (docs/perf-log.md):
 // with the whole slice read twice, bf16 1024x131072 forward read 1.14x the tensor from DRAM (the

@@ -67,18 +67,17 @@ def _workspace(plan: str, t: torch.Tensor, device: int, stream: int) -> tuple[in
     return buf.data_ptr(), nbytes, buf
 
 
-def describe_launch(operands, plan: str, direction: str, out: torch.Tensor | None = None) -> str | None:
-    """What `plan` launches on these operands ((x,) forward, (y, dy) backward) into `out` (default: an output as
-    torch.empty_like makes it, 16-byte aligned and contiguous), as the benchmark records it: split_row's layout
-    (streamed or portable, slices per row, ...), None for the plans that have one layout."""
+def describe_launch(operands, plan: str, direction: str) -> str | None:
+    """What `plan` launches on these operands ((x,) forward, (y, dy) backward) into an output as torch.empty_like
+    makes it (contiguous, aligned), as the benchmark records it: split_row's layout (streamed or portable, slices
+    per row, ...), None for the plans that have one layout."""
     first = operands[0]
     plan = _resolve(plan, first, direction)
     second = operands[1] if direction == "bwd" else None
     text = native_module().softmax_config(
         plan, _dtype_name(first.dtype), direction, first.shape[0], first.shape[1], first.data_ptr(), row_stride(first),
         second.data_ptr() if second is not None else 0, row_stride(second) if second is not None else 0,
-        out.data_ptr() if out is not None else 0, row_stride(out) if out is not None else first.shape[1],
-        _device_index(first.device))
+        0, first.shape[1], _device_index(first.device))
     return text or None
 
 
