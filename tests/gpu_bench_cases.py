@@ -18,6 +18,7 @@ from cuda_portfolio.bench.case import OURS, PEER, Case, Provider
 from cuda_portfolio.bench.cli import main as bench_main
 from cuda_portfolio.bench.runner import run_case
 from cuda_portfolio.bench.schema import validate_results
+from cuda_portfolio.bench.softmax_cases import make_softmax_case
 from cuda_portfolio.bench.timing import NO_CACHING_ENV, TimingSettings, default_method, l2_bytes
 from tests.gpu_util import GpuTestCase
 
@@ -91,6 +92,19 @@ class BenchGpuTest(GpuTestCase):
                     self.assertIsNone(r["config"])
         ours_bad = [r for r in doc["records"] if r["kind"] == OURS and r["status"] in ("WRONG", "error")]
         self.assertEqual(rc, 1 if ours_bad else 0, ours_bad)
+
+    def test_a_graph_sample_holds_the_sample_target_of_launches(self):
+        """Launches per sample come from the launches' own time: the CUDA split_row's first launch on a stream zeroes
+        its workspace (an eager estimate read 528 us where its launches take 116, session 36), and 4 launches per
+        sample instead of 18 charged each replay's fixed cost to 4 launches, +8% for that provider alone. 32x1M bf16
+        backward: the ticket mode (the one with a workspace) on every chip, one input copy."""
+        self.skip_if_caching_allocator_off("CUDA-graph timing needs the caching allocator")
+        settings = TimingSettings(rounds=1, samples_per_round=3, l2_bytes=l2_bytes())
+        case = make_softmax_case((32, 1 << 20), torch.bfloat16, "bwd", ["cuda"], ["split_row"], peers=False)
+        record = run_case(case, settings, {})[0]
+        self.assertEqual((record["status"], record["method"], record["input_copies"]), ("ok", "graph", 1), record)
+        sample_ms = record["launches_per_sample"] * record["time_ms"]["median"]
+        self.assertGreaterEqual(sample_ms, 0.5 * settings.sample_target_ms, record)
 
     def test_events_path_when_caching_allocator_is_off(self):
         with tempfile.TemporaryDirectory() as tmp:

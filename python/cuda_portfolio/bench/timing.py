@@ -28,6 +28,7 @@ NO_CACHING_ENV = "PYTORCH_NO_CUDA_MEMORY_CACHING"
 HOST_LATENCY_SPIN_CYCLES = 1_000_000
 MAX_INPUT_COPIES = 64
 MAX_LAUNCHES_PER_GRAPH = 1000
+PROBE_REPLAYS = 3  # replays of the probe graph that sets launches per sample (LaunchTimer._probe_estimate_ms)
 
 
 @dataclass
@@ -119,23 +120,45 @@ class LaunchTimer:
 
     def _capture(self, stream: torch.cuda.Stream) -> None:
         copies = len(self.launches)
-        wanted = math.ceil(self.settings.sample_target_ms / max(self.estimate_ms, 1e-4))
-        per_sample = min(MAX_LAUNCHES_PER_GRAPH, max(copies, wanted))
-        per_sample = math.ceil(per_sample / copies) * copies
         # Captured on the warm-up stream: the native per-stream workspaces (the CUDA GEMM's split-K
         # counters, the split_row softmax's; zeroed once) exist from the eager warm-up, so the timed
         # graph reuses them without a memset node (one first made during a capture is not kept:
         # native/_workspace.py). A throwaway capture first: other state a provider creates on its first
-        # call in a capture lands in that graph, not in the timed one.
+        # call in a capture lands in that graph, not in the probe or the timed one.
         with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=stream):
             for launch in self.launches:
                 launch()
+        self.estimate_ms = self._probe_estimate_ms(stream)
+        wanted = math.ceil(self.settings.sample_target_ms / max(self.estimate_ms, 1e-4))
+        per_sample = min(MAX_LAUNCHES_PER_GRAPH, max(copies, wanted))
+        per_sample = math.ceil(per_sample / copies) * copies
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
             for i in range(per_sample):
                 output = self.launches[i % copies]()
         self._graph, self.launches_per_sample = graph, per_sample
         self._output, self._output_copy = output, (per_sample - 1) % copies
+
+    def _probe_estimate_ms(self, stream: torch.cuda.Stream) -> float:
+        """The launch time that sets launches per sample, from replays of a graph of one launch per copy.
+
+        The eager estimate (prepare) also counts the host's enqueue and a provider's first call on this
+        stream: the split_row softmax zeroes a workspace per stream, and its first launch on the timing
+        stream read 528 us where its launches take 116 (session 36). From that, 4 launches per sample
+        instead of 18, and each replay's fixed cost charged to 4 launches: +8% for that provider alone.
+        """
+        probe = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(probe, stream=stream):
+            for launch in self.launches:
+                launch()
+        probe.replay()  # warm: the graph's first upload
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(PROBE_REPLAYS):
+            probe.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / (PROBE_REPLAYS * len(self.launches))
 
     def samples_this_round(self) -> int:
         per_sample_ms = max(self.estimate_ms * self.launches_per_sample, 1e-6)
