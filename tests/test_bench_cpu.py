@@ -516,6 +516,18 @@ class CompareTest(unittest.TestCase):
         self.assertTrue(lines[0].startswith("before: ") and "8d3f2a61" not in lines[0], lines[0])
         self.assertIn(f"{after['env']['gpu']} 8d3f2a61-0c4e, ", lines[1])
 
+    def test_runs_on_two_gpus_are_flagged(self):
+        before = load_fixture()
+        after = copy.deepcopy(before)
+        before["env"]["gpu_uuid"] = "2ad44e28-1fb0-85e9-8bbf-ed5d6ad0e351"
+        after["env"]["gpu_uuid"] = "f5917ba0-64f9-c417-8605-72cf1595cc59"
+        flag = "these runs ran on different GPUs"
+        self.assertTrue(any(line.startswith(flag) for line in compare.compare_lines(before, after)))
+        after["env"]["gpu_uuid"] = before["env"]["gpu_uuid"]
+        self.assertFalse(any(line.startswith(flag) for line in compare.compare_lines(before, after)))
+        after["env"]["gpu_uuid"] = None  # not recorded (runs before session 35): no claim either way
+        self.assertFalse(any(line.startswith(flag) for line in compare.compare_lines(before, after)))
+
     def test_a_different_plan_that_ran_is_named(self):
         before = load_fixture()
         after = copy.deepcopy(before)

@@ -16,6 +16,9 @@ boots apart drift more, so read a mark just outside the band as a lead to rerun,
 kernels can move between processes by more than the A/A band shows (docs/perf-log.md, "Session 35"):
 the repeat's largest drift from BEFORE over our records, s, widens the band to at least 1-s..1+s, and
 each line shows its cell's own drift.
+
+Runs on different GPUs (env.gpu_uuid, where both files record it) are flagged: one kernel and launch
+layout ran 12% apart on two H200s of one pool (docs/perf-log.md, "Session 36"), more than any band here.
 """
 from __future__ import annotations
 
@@ -89,6 +92,10 @@ def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: 
         unit = f" {env['gpu_uuid'][:13]}" if env.get("gpu_uuid") else ""
         lines.append(f"{name}: commit {(env['git_commit'] or 'unknown')[:12]}{' (dirty)' if env['git_dirty'] else ''}, "
                      f"{env['date']}, {env['gpu']}{unit}, {aa}")
+    uuids = {doc["env"].get("gpu_uuid") for _, doc in runs}
+    if len(uuids) > 1 and None not in uuids:
+        lines.append("these runs ran on different GPUs: a kernel can move between GPUs of one model by more than "
+                     "the band below; compare runs from one machine (scripts/ab_patch.sh)")
     if repeat:
         lines.append(f"repeat against before: {min(drift.values()):.3f}..{max(drift.values()):.3f} over {len(drift)} "
                      "records of ours" if drift else "repeat against before: no record of ours in both")

@@ -2,7 +2,8 @@
 
 Graph path: after a warm-up (Triton compile and autotune, torch.compile, cuBLAS heuristics all
 happen here, outside anything timed), N launches are captured into one CUDAGraph, cycling over
-`k` copies of the inputs; a sample is one replay timed with events, divided by N. k is chosen so
+`k` copies of the inputs; a sample is one replay timed with events, divided by N. N makes a replay
+last about sample_target_ms, counted from replays of a probe graph of k launches. k is chosen so
 that k copies cover >= 2x L2, so every launch finds its inputs evicted from L2 by the launches
 before it. No launch overhead is timed.
 
