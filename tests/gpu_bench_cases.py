@@ -76,6 +76,11 @@ class BenchGpuTest(GpuTestCase):
             self.assertEqual(r["method"], "graph", r)
             self.assertGreater(r["launches_per_sample"], 1)
         self.assertTrue(any(r["kind"] == "control" and r["status"] == "ok" for r in doc["records"]))
+        # softmax's reference op (same traffic, not validated) in every softmax case, timed like a peer
+        softmax_cases = {(r["direction"], r["dtype"]) for r in doc["records"] if r["op"] == "softmax"}
+        references = [r for r in doc["records"] if r["kind"] == "reference"]
+        self.assertEqual({(r["direction"], r["dtype"]) for r in references if r["status"] == "ok"}, softmax_cases)
+        self.assertTrue(all(r["validation"]["rel_err"] is None for r in references))
         for r in doc["records"]:  # the GEMM records name the tile configuration that ran
             if r["kind"] != OURS or r["status"] != "ok":
                 continue

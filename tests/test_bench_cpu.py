@@ -20,7 +20,7 @@ import torch
 
 from cuda_portfolio.bench import cli, env, shapes
 from cuda_portfolio.bench import compare, report, targets
-from cuda_portfolio.bench.case import CONTROL, OURS, PEER, Case, Provider, relative_error, selected_names
+from cuda_portfolio.bench.case import CONTROL, OURS, PEER, REFERENCE, Case, Provider, relative_error, selected_names
 from cuda_portfolio.bench.report import render_table
 from cuda_portfolio.bench.runner import base_record, run_case, time_ratio
 from cuda_portfolio.bench.schema import validate_results
@@ -265,6 +265,35 @@ class RunnerLogicTest(unittest.TestCase):
         doc["records"] = list(records.values())
         self.assertEqual(validate_results(doc), [])
 
+    def test_the_reference_op_is_timed_as_a_peer_and_never_validated(self):
+        """The reference op (an elementwise op with the case's traffic) computes something else: its record is ok with
+        no rel_err, and ours' ratio_to_peers holds its time over ours (the fraction of that op's speed reached)."""
+        providers = [provider("mine", OURS, lambda x: torch.softmax(x, -1), plan="auto"),
+                     provider("same traffic", REFERENCE, lambda x: torch.neg(x)),
+                     provider("torch", PEER, lambda x: torch.softmax(x, -1))]
+        records = self.run_fake(providers, {"mine": 0.5, "same traffic": 0.4, "torch": 1.0})
+        reference = records["same traffic"]
+        self.assertEqual((reference["status"], reference["validation"]["rel_err"]), ("ok", None))
+        self.assertAlmostEqual(records["mine"]["ratio_to_peers"]["same traffic"], 0.8)
+        self.assertAlmostEqual(reference["ratio_to_ceiling"], reference["tb_per_s"] / 2.0)
+        doc = load_fixture()
+        doc["records"] = list(records.values())
+        self.assertEqual(validate_results(doc), [])
+        reference["validation"]["rel_err"] = 0.0  # a reference record claiming a validation
+        self.assertIn("a reference record has no validation.rel_err", "\n".join(validate_results(doc)))
+
+    def test_a_softmax_case_carries_the_reference_op_with_the_directions_traffic(self):
+        from cuda_portfolio.bench.softmax_cases import SAME_TRAFFIC, make_softmax_case
+
+        generator = torch.Generator().manual_seed(0)
+        for direction, expected in (("fwd", lambda x, y, dy: -x), ("bwd", lambda x, y, dy: y + dy)):
+            case = make_softmax_case((3, 7), torch.float32, direction, [], "auto", device="cpu")
+            reference = [p for p in case.providers if p.kind == REFERENCE]
+            self.assertEqual([p.name for p in reference], [SAME_TRAFFIC])
+            inputs = case.make_inputs(generator)
+            x, y, dy = inputs if direction == "bwd" else (inputs[0], None, None)
+            self.assertTrue(torch.equal(reference[0].bind(inputs)(), expected(x, y, dy)))
+
     def test_a_failing_description_fails_its_record_only(self):
         """describe (what ran, recorded as `config`) is our code: when it raises, that record is an error that
         names it, and the case's other records are timed and checked as usual."""
@@ -445,6 +474,17 @@ class MarkdownTest(unittest.TestCase):
             with contextlib.redirect_stdout(out):
                 self.assertEqual(report.main(["--markdown", path]), 0)
         self.assertEqual(out.getvalue(), expected)
+
+    def test_softmax_table_gives_the_reference_op_a_column(self):
+        case = fake_case([])
+        doc = load_fixture()
+        doc["records"] = [md_record(case, "cuda", OURS, 0.7, "auto", "split_row"), md_record(case, "torch", PEER, 0.5),
+                          md_record(case, "elementwise (same bytes)", REFERENCE, 0.86),
+                          md_record(case, "torch (A/A)", CONTROL, 0.5)]
+        self.assertEqual(report.render_markdown(doc),
+                         "| fp32 softmax, fwd | cuda plan (fwd) | cuda | torch | elementwise (same bytes) |\n"
+                         "|---|---|---|---|---|\n"
+                         "| 3×33 | split_row | 0.70 | 0.50 | 0.86 |")
 
     def test_gemm_table_and_the_ladder_of_kernel_versions(self):
         bf16 = Case("matmul", "fwd", torch.bfloat16, (4000, 3000, 2000), None, None, 1e-2, flops=48 * 10 ** 9)

@@ -1,10 +1,12 @@
 """What one benchmark case is: inputs, a float64 reference, the work it counts, and its providers.
 
 A case is one (op, direction, dtype, shape). Its providers are our kernels (one per backend and
-plan/kernel), the peers (torch eager, torch.compile, Liger, cuBLAS) and an A/A control (a peer
+plan/kernel), the peers (torch eager, torch.compile, Liger, cuBLAS), an A/A control (a peer
 timed a second time under another name, so the report shows how far two identical providers land
-apart). Every provider of a case reads the same input copies and is checked against the same
-reference.
+apart) and, for softmax, a reference op: an elementwise torch op with the case's own reads and writes,
+which computes something else (it is not validated) and says what a kernel that only moves those bytes
+takes at this size, in the same rounds. Every provider of a case reads the same input copies, and every
+one but the reference op is checked against the same reference.
 """
 from __future__ import annotations
 
@@ -16,13 +18,13 @@ import torch
 
 Inputs = tuple  # tuple[torch.Tensor, ...]
 
-OURS, PEER, CONTROL = "ours", "peer", "control"
+OURS, PEER, CONTROL, REFERENCE = "ours", "peer", "control", "reference"
 
 
 @dataclass
 class Provider:
     name: str                                   # "cuda", "triton", "torch", "torch.compile", "liger", "cublas", ...
-    kind: str                                   # OURS, PEER or CONTROL
+    kind: str                                   # OURS, PEER, CONTROL or REFERENCE
     bind: Optional[Callable[[Inputs], Callable[[], torch.Tensor]]] = None  # inputs -> one launch
     plan: Optional[str] = None                  # requested plan / kernel name (ours), else None
     resolved_plan: Optional[str] = None         # what "auto" picked (ours), else None

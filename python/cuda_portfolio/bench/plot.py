@@ -5,7 +5,9 @@
 Softmax: TB/s against row length (log x), one line per provider (and plan), forward solid and
 backward dashed, the measured device-copy ceiling as a horizontal line; one panel per dtype.
 GEMM: TFLOP/s per kernel against cuBLAS as grouped bars per shape; one panel per dtype.
-Only records whose output validated (status ok) are drawn; the A/A control is left to the table.
+Only records with status ok are drawn: every output validated, but for softmax's reference op (an elementwise op
+with the case's traffic that computes something else, drawn as what moving the bytes takes); the A/A control is
+left to the table.
 """
 from __future__ import annotations
 

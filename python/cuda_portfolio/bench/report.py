@@ -192,7 +192,7 @@ def softmax_table(records: list[dict], env: dict) -> str:
     differ, joined by ' / ' as in the plan column)."""
     directions = unique(r["direction"] for r in records)
     ours = unique(r["provider"] for r in records if r["kind"] == "ours")
-    peers = unique(r["provider"] for r in records if r["kind"] == "peer")
+    peers = unique(r["provider"] for r in records if r["kind"] in ("peer", "reference"))  # the reference op last
     by_case = first_of_each(records, lambda r: (tuple(r["shape"]), r["provider"], r["direction"]))
     both = " / ".join(directions)
     header = [f"{SHORT_DTYPE[records[0]['dtype']]} softmax, {both}", f"{ours[0]} plan ({both})", *ours,

@@ -6,7 +6,8 @@ temperature spreads over all providers instead of landing on whichever ran last.
 the median of every round besides the summary of all samples, so a provider whose speed changes
 between rounds (two modes, not one spread) shows it. After timing, the
 output of the last timed launch is compared with the float64 reference: a provider that computed
-the wrong thing is recorded WRONG, with no throughput and no ratios.
+the wrong thing is recorded WRONG, with no throughput and no ratios. The reference op (kind
+"reference", softmax only) computes something else and is not validated; it is a peer for the ratios.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import statistics
 
 import torch
 
-from .case import CONTROL, OURS, PEER, Case, relative_error
+from .case import CONTROL, OURS, PEER, REFERENCE, Case, relative_error
 from .timing import LaunchTimer, TimingSettings, first_line, input_copies_for, summarize
 
 
@@ -72,7 +73,7 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
 
     references = {}
     for record, timer, samples, round_medians, provider in active:
-        if record["status"] == "ok":
+        if record["status"] == "ok" and provider.kind != REFERENCE:  # the reference op computes something else
             output, copy_index = timer.last_output()
             if provider.describe is not None:
                 try:
@@ -97,7 +98,7 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
 
 def add_throughput_and_ratios(case: Case, records: list[dict], ceilings: dict) -> None:
     ok = [r for r in records if r["status"] == "ok" and r["time_ms"]]
-    peers = [r for r in ok if r["kind"] in (PEER, CONTROL)]
+    peers = [r for r in ok if r["kind"] in (PEER, CONTROL, REFERENCE)]
     cublas = next((r for r in ok if r["provider"] == "cublas"), None) if case.op == "matmul" else None
     if cublas is not None:
         ceilings.setdefault("cublas", []).append(

@@ -12,7 +12,7 @@ import warnings
 
 import torch
 
-from .case import CONTROL, PEER, Case, Provider, our_providers
+from .case import CONTROL, PEER, REFERENCE, Case, Provider, our_providers
 from .timing import first_line
 
 BACKEND_MODULES = {"cuda": "cuda_portfolio.native.softmax", "triton": "cuda_portfolio.triton_kernels.softmax"}
@@ -153,8 +153,24 @@ def _liger_provider(direction) -> Provider:
     return Provider("liger", PEER, bind=bind)
 
 
+SAME_TRAFFIC = "elementwise (same bytes)"
+
+
+def _bind_same_traffic(direction):
+    """The reference op: torch's elementwise kernel over the case's own operands with the softmax's reads and writes
+    (forward: -x, one read and one write; backward: y + dy, two reads and one write), its output allocated per launch
+    as ours is. What moving these bytes alone takes at this size, timed in the same rounds: the 1 GiB copy ceiling
+    leaves out a launch's fixed costs, which weigh on the small cells (4x4M bf16 moves 64 MiB)."""
+    def bind(inputs):
+        if direction == "fwd":
+            return lambda: torch.neg(inputs[0])
+        return lambda: torch.add(inputs[1], inputs[2])
+    return bind
+
+
 def peer_providers(direction) -> list[Provider]:
     return [Provider("torch", PEER, bind=_bind_eager(direction)),
             Provider("torch.compile", PEER, bind=_bind_compiled(direction)),
             _liger_provider(direction),
+            Provider(SAME_TRAFFIC, REFERENCE, bind=_bind_same_traffic(direction)),
             Provider("torch (A/A)", CONTROL, bind=_bind_eager(direction), control_of="torch")]
