@@ -99,8 +99,7 @@ class LaunchTimer:
                 launch()
         torch.cuda.current_stream().wait_stream(warm)
         torch.cuda.synchronize()
-        self.estimate_ms = statistics.median(self._time_single(launch) for launch in self.launches[:3])
-        if self.method == "graph":
+        if self.method == "graph":  # the estimate from a probe graph (_capture)
             try:
                 self._capture(warm)
             except Exception as exc:  # a provider that syncs, allocates outside the pool, ...
@@ -108,6 +107,7 @@ class LaunchTimer:
                 torch.cuda.synchronize()
                 self.method, self.method_reason = "events", f"graph capture failed: {first_line(exc)}"
         if self.method == "events":
+            self.estimate_ms = statistics.median(self._time_single(launch) for launch in self.launches[:3])
             self._flush = torch.empty(2 * self.settings.l2_bytes, dtype=torch.uint8, device="cuda")
             self.launches_per_sample = 1
 
@@ -143,10 +143,10 @@ class LaunchTimer:
     def _probe_estimate_ms(self, stream: torch.cuda.Stream) -> float:
         """The launch time that sets launches per sample, from replays of a graph of one launch per copy.
 
-        The eager estimate (prepare) also counts the host's enqueue and a provider's first call on this
-        stream: the split_row softmax zeroes a workspace per stream, and its first launch on the timing
-        stream read 528 us where its launches take 116 (session 36). From that, 4 launches per sample
-        instead of 18, and each replay's fixed cost charged to 4 launches: +8% for that provider alone.
+        An eager estimate (the events path's, in prepare) also counts the host's enqueue and a provider's
+        first call on this stream: the split_row softmax zeroes a workspace per stream, and its first launch
+        on the timing stream read 528 us where its launches take 116 (session 36). From that, 4 launches per
+        sample instead of 18, and each replay's fixed cost charged to 4 launches: +8% for that provider alone.
         """
         probe = torch.cuda.CUDAGraph()
         with torch.cuda.graph(probe, stream=stream):
