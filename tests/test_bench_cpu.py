@@ -568,6 +568,17 @@ class CompareTest(unittest.TestCase):
         after["env"]["gpu_uuid"] = None  # not recorded (runs before session 35): no claim either way
         self.assertFalse(any(line.startswith(flag) for line in compare.compare_lines(before, after)))
 
+    def test_each_line_shows_both_runs_median_times(self):
+        before = load_fixture()
+        after = copy.deepcopy(before)
+        mine = self.ours_ok(after)[0]
+        mine["time_ms"]["median"] *= 1.5
+        label = compare.provider_label(mine)
+        line = next(line for line in compare.compare_lines(before, after) if label in line
+                    and compare.case_title(mine) in line)
+        old_us = self.ours_ok(before)[0]["time_ms"]["median"] * 1e3
+        self.assertRegex(line, rf" {old_us:.1f} -> {old_us * 1.5:.1f} us$")
+
     def test_a_different_plan_that_ran_is_named(self):
         before = load_fixture()
         after = copy.deepcopy(before)

@@ -10,7 +10,8 @@ not read as a kernel change. A record is matched by (op, direction, dtype, shape
 asked for); the plan that ran is printed when it differs. The verdict uses the A/A controls of both
 runs: a change inside the wider of the two bands (time ratio of a peer timed twice) is noise ("="),
 outside it faster ("+") or slower ("-"). The bands measure noise within a run; two runs hours or
-boots apart drift more, so read a mark just outside the band as a lead to rerun, not a result.
+boots apart drift more, so read a mark just outside the band as a lead to rerun, not a result. Each line
+also gives the two runs' median times per launch (raw, not through the ceilings).
 
 --repeat names a second run of BEFORE's build in another process (scripts/ab_patch.sh makes one). Our
 kernels can move between processes by more than the A/A band shows (docs/perf-log.md, "Session 35"):
@@ -46,6 +47,11 @@ def _cell(r: dict | None) -> str:
     if r["status"] != "ok":
         return r["status"]
     return f"{r['ratio_to_ceiling']:.2f}"
+
+
+def _time_us(r: dict | None) -> str:
+    """The record's median time per launch in microseconds, or '' when it has none."""
+    return f"{r['time_ms']['median'] * 1e3:.1f}" if _ok(r) and r.get("time_ms") else ""
 
 
 def verdict(gain: float, band: tuple[float, float] | None) -> str:
@@ -103,7 +109,8 @@ def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: 
     lines.append("noise band: " + (f"{band[0]:.3f}..{band[1]:.3f} (time ratio{widened})" if band else
                                    "none (no A/A control in either run): every change is marked"))
     lines.append("ratio to the run's ceiling (x copy for softmax, x cuBLAS for GEMM), before -> after; "
-                 "gain = after / before")
+                 "gain = after / before; then the median time per launch in us, before -> after (raw: the gain "
+                 "goes through each run's own ceiling)")
 
     counts = {"+": 0, "-": 0, "=": 0, "?": 0}
     for key in sorted(old.keys() | new.keys(), key=lambda k: tuple(map(str, k))):
@@ -120,7 +127,7 @@ def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: 
             own = f"  repeat {drift[key]:5.3f}" if key in drift else ""
             if not (changed_only and mark == "="):
                 lines.append(f"{mark} {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7} "
-                             f"gain {gain:5.3f}{own}{plans}")
+                             f"gain {gain:5.3f}{own}  {_time_us(a):>8} -> {_time_us(b)} us{plans}")
         else:
             counts["?"] += 1
             lines.append(f"? {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7}{plans}")
