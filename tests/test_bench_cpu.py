@@ -424,6 +424,18 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(data[:8], b"\x89PNG\r\n\x1a\n")
         self.assertGreater(len(data), 20000)
 
+    def test_report_tools_end_quietly_when_the_reader_stops(self):
+        """`... | head`: a reader that closes the pipe before the table is written gets no traceback on stderr."""
+        for module, args in (("report", [str(FIXTURE)]), ("targets", [str(FIXTURE)]),
+                             ("compare", [str(FIXTURE), str(FIXTURE)])):
+            with self.subTest(module=module):
+                p = subprocess.Popen([sys.executable, "-m", f"cuda_portfolio.bench.{module}", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                p.stdout.close()  # before the child has written anything: its first write meets a closed pipe
+                _, err = p.communicate(timeout=300)
+                self.assertNotIn("Traceback", err)
+                self.assertEqual(p.returncode, 1, err)
+
 
 def md_record(case, name, kind, ratio=None, plan=None, resolved=None, status="ok", reason="", **fields):
     """A record of `case` as the runner writes it, with the fields the markdown tables read."""

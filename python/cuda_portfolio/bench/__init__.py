@@ -7,3 +7,19 @@
 
 The package itself never imports this subpackage; importing it does not initialize CUDA.
 """
+
+import os
+import sys
+
+
+def run_cli(main) -> int:
+    """main()'s exit status, where a reader that stops early (`... | head`) ends the output quietly instead of
+    with a BrokenPipeError traceback (the reports print whole tables at once)."""
+    try:
+        status = main()
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # Python flushes stdout again at exit, which would raise once more: point it at devnull.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -27,6 +27,7 @@ import argparse
 import json
 import sys
 
+from . import run_cli
 from .report import aa_ratios, case_key, case_title, provider_label
 from .schema import validate_results
 
@@ -161,4 +162,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))

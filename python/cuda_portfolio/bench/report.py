@@ -8,6 +8,8 @@ import json
 import re
 import sys
 
+from . import run_cli
+
 
 def _time(ms: float) -> str:
     return f"{ms * 1e3:8.1f} us" if ms < 1.0 else f"{ms:8.3f} ms"
@@ -283,4 +285,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))

@@ -22,6 +22,7 @@ import json
 import sys
 from typing import NamedTuple
 
+from . import run_cli
 from .report import aa_ratios, case_title, provider_label
 from .schema import validate_results
 
@@ -129,4 +130,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))
