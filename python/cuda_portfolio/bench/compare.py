@@ -28,7 +28,7 @@ import json
 import sys
 
 from . import run_cli
-from .report import aa_ratios, case_key, case_title, provider_label
+from .report import aa_ratios, case_key, case_title, format_time, provider_label
 from .schema import validate_results
 
 
@@ -48,11 +48,6 @@ def _cell(r: dict | None) -> str:
     if r["status"] != "ok":
         return r["status"]
     return f"{r['ratio_to_ceiling']:.2f}"
-
-
-def _time_us(r: dict | None) -> str:
-    """The record's median time per launch in microseconds, or '' when it has none."""
-    return f"{r['time_ms']['median'] * 1e3:.1f}" if _ok(r) and r.get("time_ms") else ""
 
 
 def verdict(gain: float, band: tuple[float, float] | None) -> str:
@@ -110,7 +105,7 @@ def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: 
     lines.append("noise band: " + (f"{band[0]:.3f}..{band[1]:.3f} (time ratio{widened})" if band else
                                    "none (no A/A control in either run): every change is marked"))
     lines.append("ratio to the run's ceiling (x copy for softmax, x cuBLAS for GEMM), before -> after; "
-                 "gain = after / before; then the median time per launch in us, before -> after (raw: the gain "
+                 "gain = after / before; then the median time per launch, before -> after (raw: the gain "
                  "goes through each run's own ceiling)")
 
     counts = {"+": 0, "-": 0, "=": 0, "?": 0}
@@ -128,7 +123,8 @@ def compare_lines(before: dict, after: dict, peers: bool = False, changed_only: 
             own = f"  repeat {drift[key]:5.3f}" if key in drift else ""
             if not (changed_only and mark == "="):
                 lines.append(f"{mark} {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7} "
-                             f"gain {gain:5.3f}{own}  {_time_us(a):>8} -> {_time_us(b)} us{plans}")
+                             f"gain {gain:5.3f}{own}  {format_time(a['time_ms']['median'])} -> "
+                             f"{format_time(b['time_ms']['median']).strip()}{plans}")
         else:
             counts["?"] += 1
             lines.append(f"? {case_title(record):34} {label:30} {_cell(a):>7} -> {_cell(b):<7}{plans}")

@@ -11,7 +11,8 @@ import sys
 from . import run_cli
 
 
-def _time(ms: float) -> str:
+def format_time(ms: float) -> str:
+    """A time in ms as '  123.4 us' below 1 ms, else '   1.234 ms' (fixed width, for columns)."""
     return f"{ms * 1e3:8.1f} us" if ms < 1.0 else f"{ms:8.3f} ms"
 
 
@@ -25,9 +26,9 @@ def round_spread_line(t: dict) -> str | None:
     rounds = t.get("round_medians") or []
     if len(rounds) < 2 or max(rounds) <= ROUND_SPREAD_NOTED * min(rounds):
         return None
-    return (f"rounds: {_time(min(rounds)).strip()} .. {_time(max(rounds)).strip()} "
+    return (f"rounds: {format_time(min(rounds)).strip()} .. {format_time(max(rounds)).strip()} "
             f"(+{100 * (max(rounds) / min(rounds) - 1):.0f}%; round medians in order: "
-            f"{', '.join(_time(v).strip() for v in rounds)})")
+            f"{', '.join(format_time(v).strip() for v in rounds)})")
 
 
 def provider_label(r: dict) -> str:
@@ -75,7 +76,7 @@ def render_table(doc: dict) -> str:
             rate = r["tb_per_s"] if key[0] == "softmax" else r["tflop_per_s"]
             ceiling = f"{r['ratio_to_ceiling']:8.2f}" if r["ratio_to_ceiling"] is not None else "       -"
             peers = "  ".join(f"{name} {ratio:.2f}x" for name, ratio in r["ratio_to_peers"].items())
-            lines.append(f"{label} {r['method']:<6} {_time(t['median'])} {100 * t['iqr'] / t['median']:6.1f}%  "
+            lines.append(f"{label} {r['method']:<6} {format_time(t['median'])} {100 * t['iqr'] / t['median']:6.1f}%  "
                          f"{rate:8.2f} {ceiling}  {peers}")
             if r.get("config"):
                 lines.append(f"  {'':<{label_width}} config: {r['config']}")
