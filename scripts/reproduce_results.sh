@@ -9,8 +9,8 @@
 #            every variant (allocator cache off), racecheck/initcheck/synccheck over the smoke run,
 #            and both negative controls (which must report an invalid global write). The steps are
 #            independent correctness runs, so they run side by side (never time anything here). About
-#            6-7 minutes on an H200: the longest chain is the softmax memcheck steps, one after another
-#            (CUDA sweep ~190 s, Triton sweep ~105 s, the rest of the module after them; session 37).
+#            7 minutes on an H200 (436 s in session 38): the longest chain is the softmax memcheck steps, one
+#            after another (CUDA sweep ~195 s, Triton sweep ~110 s, the rest of the module ~95 s after them).
 # ncu:       compare_backends.py for softmax (bf16 4096x4096) and matmul (bf16 4096^3): counters of both
 #            backends side by side.
 # Assumes the package is installed (scripts/gpu_check.sh does it). Every step has a time limit
