@@ -408,10 +408,30 @@ __device__ __forceinline__ MaxSum load_cg(const MaxSum* p) {
   const float2 v = __ldcg(reinterpret_cast<const float2*>(p));
   return {v.x, v.y};
 }
+__device__ __forceinline__ void store_cg(unsigned long long* p, unsigned long long v) { __stcg(p, v); }
+
+// A slice's partial as one 64-bit word that is never 0, so a zeroed slot reads "not yet published"
+// (the streamed split_row's exchange): (max, sum) as their bits, sum high: max = +0 has sum >= 1 (its own
+// element); y * dy's sum with a 1 in the high word.
+__device__ __forceinline__ unsigned long long published_bits(MaxSum v) {
+  return static_cast<unsigned long long>(__float_as_uint(v.sum)) << 32 | __float_as_uint(v.max);
+}
+__device__ __forceinline__ unsigned long long published_bits(float v) { return 1ull << 32 | __float_as_uint(v); }
+template <typename V>
+__device__ __forceinline__ V published_value(unsigned long long bits);
+template <>
+__device__ __forceinline__ MaxSum published_value<MaxSum>(unsigned long long bits) {
+  return {__uint_as_float(static_cast<unsigned>(bits)), __uint_as_float(static_cast<unsigned>(bits >> 32))};
+}
+template <>
+__device__ __forceinline__ float published_value<float>(unsigned long long bits) {
+  return __uint_as_float(static_cast<unsigned>(bits));
+}
 
 // The split_row plans' workspace protocol (softmax_split_row.cu, softmax_split_row_stream_sm90a.cu):
 // a header of two counters (tickets, exits), one counter word per row and the rows' partials (one
-// slot per slice). The whole workspace is zero at launch and every launch leaves all it touched zero
+// slot per slice; the streamed kernel has no row words: its slots are 64-bit and 0 until published,
+// published_bits below). The whole workspace is zero at launch and every launch leaves all it touched zero
 // again, so the caller zeroes it once when it allocates it (no memset per launch), whatever shapes
 // later launches on it run: a launch with more rows puts its counters where an earlier one kept
 // partials, so those are reset too.

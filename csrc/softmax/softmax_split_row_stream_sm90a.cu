@@ -46,16 +46,16 @@
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2's re-reads hit L2; per row,
 // one exchange round trip (while the consumers wait, the ring holds the slice's last chunks or pass
 // 2's first ones).
-// Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
-// slices). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange,
-// count_exit and zero_workspace in softmax_reduce.cuh say how and why that is safe): the caller
+// Workspace: [ticket][exits], then (16-byte aligned) the partials, one 64-bit slot per (row, slice),
+// 0 until the slice publishes (row_total). All of it is zero at launch and the kernel leaves it zero
+// (draw_ticket, count_exit and zero_workspace in softmax_reduce.cuh say how and why that is safe): the caller
 // zeroes it once, no memset per call. Every producer draws tickets until its first one past the last
 // job, so the launch hands out rows x slices + gridDim.x tickets and the draw of the last resets the
 // counter (each producer has then drawn its end ticket: none draws again). Rows of several slices:
 // when a block's producer draws its end ticket, its consumers are past their last exchange, so the
 // producer counts the block's exit then (count_exit), while the consumers still write their last
-// job; the end marker tells the consumers of the last block out to zero the row counters and
-// partials (zero_workspace) once that job is written. Nothing on any job's path waits for the reset.
+// job; the end marker tells the consumers of the last block out to zero the partials
+// (zero_workspace) once that job is written. Nothing on any job's path waits for the reset.
 // Single-slice rows touch neither.
 #include <algorithm>
 #include <cmath>
@@ -221,7 +221,7 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
     mbar_wait(&r.empty[r.stage], r.phase ^ 1);
     if (job.row >= p.rows) {
       // The end marker; with several slices per row, past this block's last exchange (the `exchanged`
-      // wait below), so its consumers are done with the row words and partials: count the block's exit
+      // wait below), so its consumers are done with the partials: count the block's exit
       // now, off the consumers' path, and tell them (slice 1) when theirs is the block to zero the workspace.
       r.jobs[r.stage] = Job{-1, p.slices > 1 && count_exit(workspace) ? 1 : 0};
       mbar_arrive(&r.full[r.stage]);
@@ -278,34 +278,41 @@ __device__ __forceinline__ void store_chunk(T* __restrict__ row, std::int64_t c0
   }
 }
 
-// Every consumer thread returns the consumers' total (same bits in every thread).
+// Every consumer thread returns the consumers' total (same bits in every thread: every warp runs the
+// same butterfly over the warps' totals, and combine is commutative bit for bit). A butterfly, not a
+// loop over the 16 totals: the row exchange runs two of these back to back while every block of the
+// row waits, and a forward combine waits on an exponential (one whole reduction, the chain of 15 among
+// it, took 0.77 us a job in the forward: docs/perf-log.md, session 38).
 template <typename V>
 __device__ __forceinline__ V consumers_reduce(V v) {
   __shared__ V warp_totals[kConsumerWarps];
   v = warp_reduce(v);
   if (threadIdx.x % 32 == 0) warp_totals[threadIdx.x / 32] = v;
   named_barrier(kConsumerBarrier, kConsumerThreads);
-  V total = warp_totals[0];
-  for (int w = 1; w < kConsumerWarps; ++w) total = combine(total, warp_totals[w]);
+  const V total = lane_group_reduce<kConsumerWarps>(warp_totals[threadIdx.x % kConsumerWarps]);
   named_barrier(kConsumerBarrier, kConsumerThreads);  // warp_totals may be rewritten next
   return total;
 }
 
-// The row's statistics from this slice's: with one slice, the slice's; else publish it in the
-// workspace, count the arrival, wait for the row's other slices and combine all of them in slice
-// order (every block of the row gets the same bits).
+// The row's statistics from this slice's: with one slice, the slice's; else publish it in its slot
+// (published_bits: never 0) and read the row's slots, each consumer thread polling its own until it is
+// no longer 0, then combine them in slice order (every block of the row gets the same bits). The poll
+// that sees a partial has read it: one L2 round trip, where a row counter and then the partials took
+// two (under a full DRAM load the first exchange ended 1.3-2.6 us after the GPU's last pass 1 in the
+// forward, 0.5-1.3 us in the backward: docs/perf-log.md, session 38).
 template <typename V>
-__device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem& p, unsigned* row_words, V* partials) {
+__device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem& p, unsigned long long* slots) {
   v = consumers_reduce(v);
   if (p.slices == 1) return v;
-  V* row_partials = partials + job.row * p.slices;
-  if (threadIdx.x == 0) {
-    store_cg(row_partials + job.slice, v);
-    RowExchange{row_words + job.row, p.slices}.arrive();
-  }
-  named_barrier(kConsumerBarrier, kConsumerThreads);
+  unsigned long long* row_slots = slots + job.row * p.slices;
+  if (threadIdx.x == 0) st_relaxed_gpu(row_slots + job.slice, published_bits(v));
   V acc = reduce_identity<V>();
-  for (int i = threadIdx.x; i < p.slices; i += kConsumerThreads) acc = combine(acc, load_cg(row_partials + i));
+  for (int i = threadIdx.x; i < p.slices; i += kConsumerThreads) {
+    unsigned long long bits;
+    while ((bits = ld_relaxed_gpu(row_slots + i)) == 0) {
+    }
+    acc = combine(acc, published_value<V>(bits));
+  }
   return consumers_reduce(acc);
 }
 
@@ -336,14 +343,15 @@ __device__ __forceinline__ Ring<kOps> make_ring(unsigned char* smem) {
 // registers until pass 2 writes them.
 template <typename Math, int kOps>
 __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, unsigned* workspace,
-                                        typename Math::V* partials, const Math& math) {
+                                        unsigned long long* slots, const Math& math) {
   using V = typename Math::V;
   constexpr int S = kStages;
   for (;;) {
     r.wait_full();
     const Job job = r.jobs[r.stage];
     if (job.row < 0) {
-      if (job.slice == 1) zero_workspace(workspace, p.rows, partials, p.rows * p.slices, threadIdx.x, kConsumerThreads);
+      if (job.slice == 1)  // no row words (0 rows of them): the slots are their own flags
+        zero_workspace(workspace, 0, slots, p.rows * p.slices, threadIdx.x, kConsumerThreads);
       return;
     }
     const ChunkPlan plan(math.body(job, p), Math::kChunkElems, p.held_most);
@@ -358,7 +366,7 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
       r.advance();
       acc = math.fold(chunk, acc);
     }
-    const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, workspace + kWorkspaceHeader, partials);
+    const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, slots);
     if (p.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
     // Pass 2: the held chunks from the stages pass 1 left them in (no wait), then the re-read ones,
     // which the producer loads into the stages the held ones free.
@@ -495,27 +503,27 @@ struct BackwardMath : ChunkMath<T, 2> {
 template <typename T>
 __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, StreamProblem p,
-    unsigned* workspace, MaxSum* partials) {
+    unsigned* workspace, unsigned long long* slots) {
   extern __shared__ __align__(128) unsigned char ring_smem[];
   Ring<1> r = make_ring<1>(ring_smem);
   if (threadIdx.x >= kConsumerThreads) {
     if (threadIdx.x == kConsumerThreads) produce<T, 1>(r, p, {x}, {x_stride}, workspace);
     return;
   }
-  consume(r, p, workspace, partials, ForwardMath<T>{{{x}, {x_stride}, y, y_stride}});
+  consume(r, p, workspace, slots, ForwardMath<T>{{{x}, {x_stride}, y, y_stride}});
 }
 
 template <typename T>
 __global__ __launch_bounds__(kThreads, 1) void softmax_parallel_split_row_stream_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
-    T* __restrict__ dx, std::int64_t dx_stride, StreamProblem p, unsigned* workspace, float* partials) {
+    T* __restrict__ dx, std::int64_t dx_stride, StreamProblem p, unsigned* workspace, unsigned long long* slots) {
   extern __shared__ __align__(128) unsigned char ring_smem[];
   Ring<2> r = make_ring<2>(ring_smem);
   if (threadIdx.x >= kConsumerThreads) {
     if (threadIdx.x == kConsumerThreads) produce<T, 2>(r, p, {y, dy}, {y_stride, dy_stride}, workspace);
     return;
   }
-  consume(r, p, workspace, partials, BackwardMath<T>{{{y, dy}, {y_stride, dy_stride}, dx, dx_stride}});
+  consume(r, p, workspace, slots, BackwardMath<T>{{{y, dy}, {y_stride, dy_stride}, dx, dx_stride}});
 }
 
 // Workspace layout (header comment): counters_bytes of counters, then the partials at partials_offset.
@@ -600,15 +608,15 @@ StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int
     --slices;
     slice_units = (most + slices - 1) / slices;
   }
-  // The row counter word counts slices in 16 bits; the tickets (rows x slices + grid) fit 32.
-  if (slices >= kMaxRowSlices || rows * slices + grid > 0xffffffffLL)
+  // The tickets (rows x slices + grid) fit 32 bits.
+  if (rows * slices + grid > 0xffffffffLL)
     throw std::invalid_argument("softmax split_row: too many slices or jobs for the streamed kernel's counters");
   StreamLayout l{};
   l.problem = {rows, cols, slice_units, static_cast<int>(slices), held_chunks<kOps>(rows * slices, grid)};
   l.grid = static_cast<int>(grid);
-  l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(kWorkspaceHeader + rows);
+  l.counters_bytes = sizeof(unsigned) * kWorkspaceHeader;
   l.partials_offset = (l.counters_bytes + 15) / 16 * 16;
-  l.total_bytes = l.partials_offset + sizeof(MaxSum) * static_cast<std::size_t>(rows) * l.problem.slices;
+  l.total_bytes = l.partials_offset + sizeof(unsigned long long) * static_cast<std::size_t>(rows) * l.problem.slices;
   return l;
 }
 
@@ -621,9 +629,8 @@ void prepare(Kernel kernel, const StreamLayout& l, const LaunchContext& ctx) {
   // No memset: the workspace is zero (the caller zeroed it once; every launch leaves it so).
 }
 
-template <typename V>
-V* partials_in(const LaunchContext& ctx, const StreamLayout& l) {
-  return reinterpret_cast<V*>(static_cast<char*>(ctx.workspace) + l.partials_offset);
+unsigned long long* slots_in(const LaunchContext& ctx, const StreamLayout& l) {
+  return reinterpret_cast<unsigned long long*>(static_cast<char*>(ctx.workspace) + l.partials_offset);
 }
 
 }  // namespace
@@ -675,7 +682,7 @@ void split_row_stream_forward(const RowOperands& op, const LaunchContext& ctx) {
     prepare(softmax_parallel_split_row_stream_fwd<T>, l, ctx);
     softmax_parallel_split_row_stream_fwd<T><<<l.grid, kThreads, kRingBytes, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, l.problem,
-        static_cast<unsigned*>(ctx.workspace), partials_in<MaxSum>(ctx, l));
+        static_cast<unsigned*>(ctx.workspace), slots_in(ctx, l));
   })
   CP_CHECK_LAUNCH("softmax_parallel_split_row_stream_fwd");
 }
@@ -687,7 +694,7 @@ void split_row_stream_backward(const RowOperands& op, const LaunchContext& ctx) 
     softmax_parallel_split_row_stream_bwd<T><<<l.grid, kThreads, kRingBytes, ctx.stream>>>(
         static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
         static_cast<T*>(op.out), op.out_stride, l.problem, static_cast<unsigned*>(ctx.workspace),
-        partials_in<float>(ctx, l));
+        slots_in(ctx, l));
   })
   CP_CHECK_LAUNCH("softmax_parallel_split_row_stream_bwd");
 }
