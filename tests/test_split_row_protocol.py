@@ -5,9 +5,10 @@ tickets (row, slice) in order and pushes each job's chunks into an S-stage ring,
 the consumers fold pass 1, publish the slice's statistics, wait until every slice of the row has
 published (the exchange), then read pass 2. With several slices per row the producer takes its next
 ticket only once its consumers are past the job's exchange. The workspace resets itself: the draw of
-the launch's last ticket zeroes the ticket counter; the row counters only count arrivals; each
+the launch's last ticket zeroes the ticket counter; each slice publishes once, into its own (row, slice)
+slot (2b9e492; a per-row arrival counter before), modelled here as a count per row of the slots set; each
 block's producer counts the block's exit when it draws its end ticket (its consumers are then past
-their last exchange), and the consumers of the last block out zero every row counter and the exit
+their last exchange), and the consumers of the last block out zero every slot and the exit
 counter when they reach the end marker. This model runs the blocks under random interleavings (one
 move per agent per round, or run-to-block: each agent moves as far as it can before the next one) and
 checks that every block reaches the end of its stream with every counter back at zero, and that no row
