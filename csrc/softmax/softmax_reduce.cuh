@@ -127,6 +127,14 @@ __device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
 
 __device__ __forceinline__ float combine(float a, float b) { return a + b; }
 
+// The identity of combine() for each reduced type.
+template <typename V>
+__device__ __forceinline__ V reduce_identity();
+template <>
+__device__ __forceinline__ float reduce_identity<float>() { return 0.0f; }
+template <>
+__device__ __forceinline__ MaxSum reduce_identity<MaxSum>() { return empty_max_sum(); }
+
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 __device__ __forceinline__ MaxSum shfl_xor(MaxSum v, int mask) {
   return {shfl_xor(v.max, mask), shfl_xor(v.sum, mask)};
@@ -148,18 +156,25 @@ __device__ __forceinline__ V warp_reduce(V v) {
   return lane_group_reduce<32>(v);
 }
 
-// Every thread of the block returns the block's total. Each thread combines the per-warp
-// partials in the same order, so all threads hold the same bits.
+// Every thread of the block returns the block's total (the same bits in every thread). Up to 4 warps,
+// each thread folds the warps' totals in order; past that, each warp runs the same 32-lane butterfly
+// over them (lane l takes warp l's, the identity past the last warp): a (max, sum) combine waits on two
+// exponentials, and a 1024-thread block's chain of 31 cost every thread 62 of them, where the butterfly
+// takes 5 combines (docs/perf-log.md, session 42).
 template <typename V>
 __device__ __forceinline__ V block_reduce(V v) {
   __shared__ V warp_totals[32];
   v = warp_reduce(v);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) warp_totals[warp] = v;
+  const int lane = threadIdx.x % 32, warps = (blockDim.x + 31) / 32;
+  if (lane == 0) warp_totals[threadIdx.x / 32] = v;
   __syncthreads();
-  V total = warp_totals[0];
-  const int warps = (blockDim.x + 31) / 32;
-  for (int w = 1; w < warps; ++w) total = combine(total, warp_totals[w]);
+  V total;
+  if (warps <= 4) {
+    total = warp_totals[0];
+    for (int w = 1; w < warps; ++w) total = combine(total, warp_totals[w]);
+  } else {
+    total = warp_reduce(lane < warps ? warp_totals[lane] : reduce_identity<V>());
+  }
   __syncthreads();  // warp_totals may be reused by the next reduction
   return total;
 }
@@ -391,14 +406,6 @@ __device__ __forceinline__ void store_vec(T* __restrict__ row, std::int64_t i, s
 }  // namespace cp::softmax_detail
 
 namespace cp::softmax_detail {
-
-// The identity of combine() for each reduced type.
-template <typename V>
-__device__ __forceinline__ V reduce_identity();
-template <>
-__device__ __forceinline__ float reduce_identity<float>() { return 0.0f; }
-template <>
-__device__ __forceinline__ MaxSum reduce_identity<MaxSum>() { return empty_max_sum(); }
 
 // Partials exchanged between blocks through global memory go through L2 (.cg), never a stale L1 line.
 __device__ __forceinline__ void store_cg(float* p, float v) { __stcg(p, v); }
