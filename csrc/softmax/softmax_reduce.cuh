@@ -157,10 +157,10 @@ __device__ __forceinline__ V warp_reduce(V v) {
 }
 
 // Every thread of the block returns the block's total (the same bits in every thread). Up to 4 warps,
-// each thread folds the warps' totals in order; past that, each warp runs the same 32-lane butterfly
-// over them (lane l takes warp l's, the identity past the last warp): a (max, sum) combine waits on two
-// exponentials, and a 1024-thread block's chain of 31 cost every thread 62 of them, where the butterfly
-// takes 5 combines (docs/perf-log.md, session 42).
+// each thread folds the warps' totals in order (at most 3 combines, fewer than a butterfly's 5); past
+// that, each warp runs the same 32-lane butterfly over them (lane l takes warp l's, the identity past
+// the last warp): a (max, sum) combine waits on two exponentials, and a 1024-thread block's chain of 31
+// cost every thread 62 of them (docs/perf-log.md, sessions 42-43).
 template <typename V>
 __device__ __forceinline__ V block_reduce(V v) {
   __shared__ V warp_totals[32];
