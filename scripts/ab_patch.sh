@@ -14,8 +14,10 @@
 # JSONs, the comparison and logs go to $OUT_DIR (default results/local/ab-<patch name>). The JSONs
 # record the commit (CUDA_PORTFOLIO_GIT_COMMIT if set, else git's), the patched one as
 # "<commit>+<patch name>" and dirty. Builds for the GPU present (CUDA_PORTFOLIO_CUDA_ARCHS=native).
+# A patch that only edits existing files under python/, tests/, scripts/, docs/ or results/ is not
+# rebuilt for (steps 2, 4, 5): the editable install imports the package's Python files from python/.
 set -uo pipefail
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in
   -h | --help) usage; exit 0 ;;
   "") usage >&2; exit 2 ;;
@@ -38,6 +40,13 @@ if [ $# -eq 0 ]; then
     --shapes 4096x4096,2048x50257,1024x131072,256x262144,32x1048576,4x4194304
 fi
 
+# Rebuild after applying the patch unless it only edits files the editable install reads from the tree.
+rebuild=1
+if ! git apply --numstat "$PATCH" | cut -f3 | grep -qvE '^(python|tests|scripts|docs|results)/' &&
+    ! git apply --summary "$PATCH" | grep -qE '^ *(create|delete|rename)'; then
+  rebuild=0
+fi
+
 applied=0 patched_build=0
 restore() {
   [ "$applied" = 1 ] && git apply -R "$PATCH" && applied=0
@@ -52,10 +61,10 @@ restore() {
 }
 trap restore EXIT
 
-build_and_time() {  # build_and_time LABEL COMMIT DIRTY BENCH_ARGS...
-  local label=$1 commit=$2 dirty=$3 t0=$SECONDS rc
-  shift 3
-  if ! CUDA_PORTFOLIO_GIT_COMMIT=$commit CUDA_PORTFOLIO_GIT_DIRTY=$dirty \
+build_and_time() {  # build_and_time LABEL COMMIT DIRTY BUILD(0/1) BENCH_ARGS...
+  local label=$1 commit=$2 dirty=$3 build=$4 t0=$SECONDS rc
+  shift 4
+  if [ "$build" = 1 ] && ! CUDA_PORTFOLIO_GIT_COMMIT=$commit CUDA_PORTFOLIO_GIT_DIRTY=$dirty \
       $PY -m pip install --no-build-isolation -e . > "$OUT_DIR/install-$label.log" 2>&1; then
     tail -n 30 "$OUT_DIR/install-$label.log"
     echo "ab_patch.sh: the $label build failed (see $OUT_DIR/install-$label.log)" >&2
@@ -68,10 +77,10 @@ build_and_time() {  # build_and_time LABEL COMMIT DIRTY BENCH_ARGS...
   [ $rc -eq 0 ] || { tail -n 20 "$OUT_DIR/bench-$label.log"; exit 1; }
 }
 
-build_and_time before "$BASE" 0 "$@"
+build_and_time before "$BASE" 0 1 "$@"
 git apply "$PATCH" && applied=1
-patched_build=1
-build_and_time after "$BASE+$NAME" 1 "$@"
+patched_build=$rebuild
+build_and_time after "$BASE+$NAME" 1 "$rebuild" "$@"
 status=0
 if [ -n "$TESTS" ]; then
   t0=$SECONDS
@@ -82,7 +91,7 @@ fi
 repeat=()
 if [ "$REPEAT" != 0 ]; then
   git apply -R "$PATCH" && applied=0
-  build_and_time repeat "$BASE" 0 "$@"  # the tree as it was, rebuilt: restore has nothing left to do
+  build_and_time repeat "$BASE" 0 "$rebuild" "$@"  # the tree as it was, rebuilt: restore has nothing left to do
   patched_build=0
   repeat=(--repeat "$OUT_DIR/repeat.json")
 fi

@@ -452,13 +452,13 @@ class CompareBackendsBytesTest(unittest.TestCase):
 STUB_PYTHON = """#!/usr/bin/env bash
 # Stands in for python3 in ab_patch.sh's test: records what each step saw instead of building or timing.
 case "$2" in
-  pip) echo "install $CUDA_PORTFOLIO_GIT_COMMIT dirty=$CUDA_PORTFOLIO_GIT_DIRTY kernel=$(cat kernel.txt)" >> steps.log ;;
+  pip) echo "install $CUDA_PORTFOLIO_GIT_COMMIT dirty=$CUDA_PORTFOLIO_GIT_DIRTY kernel=$(cat "$KERNEL_FILE")" >> steps.log ;;
   cuda_portfolio.bench)
     while [ $# -gt 0 ]; do [ "$1" = --json ] && json=$2; shift; done
-    echo "bench kernel=$(cat kernel.txt)" >> steps.log
-    echo "{\\"kernel\\": \\"$(cat kernel.txt)\\"}" > "$json" ;;
+    echo "bench kernel=$(cat "$KERNEL_FILE")" >> steps.log
+    echo "{\\"kernel\\": \\"$(cat "$KERNEL_FILE")\\"}" > "$json" ;;
   cuda_portfolio.bench.compare) echo "compare: $(cat "$3") -> $(cat "$4")${6:+ repeat $(cat "$6")}" ;;
-  unittest) echo "tests kernel=$(cat kernel.txt)" >> steps.log; echo "Ran 1 test"; echo OK ;;
+  unittest) echo "tests kernel=$(cat "$KERNEL_FILE")" >> steps.log; echo "Ran 1 test"; echo OK ;;
 esac
 """
 
@@ -485,30 +485,41 @@ class AbPatchTest(unittest.TestCase):
                                  "install abc1234+change dirty=1 kernel=B", "bench kernel=B", "tests kernel=B",
                                  "install abc1234 dirty=0 kernel=A"])
 
-    def run_ab(self, extra_env: dict):
-        """(completed process, the stub's steps, the names of the files it wrote) of one ab_patch.sh run; checks
-        that it passed and left the patch reversed."""
+    def test_a_patch_of_python_files_only_is_timed_without_rebuilding(self):
+        """The editable install imports python/ from the tree: only the first build runs, and the patched Python is
+        timed and tested as it is."""
+        r, steps, files = self.run_ab({}, "python/kernel.txt")
+        self.assertIn('compare: {"kernel": "A"} -> {"kernel": "B"} repeat {"kernel": "A"}', r.stdout)
+        self.assertEqual(steps, ["install abc1234 dirty=0 kernel=A", "bench kernel=A", "bench kernel=B",
+                                 "tests kernel=B", "bench kernel=A"])
+        self.assertNotIn("rebuilt the tree", r.stdout)
+
+    def run_ab(self, extra_env: dict, kernel_file: str = "kernel.txt"):
+        """(completed process, the stub's steps, the names of the files it wrote) of one ab_patch.sh run whose patch
+        changes kernel_file from A to B; checks that it passed and left the patch reversed."""
         with tempfile.TemporaryDirectory() as d:
             repo = Path(d)
             (repo / "scripts").mkdir()
             shutil.copy(SCRIPTS / "ab_patch.sh", repo / "scripts" / "ab_patch.sh")
-            (repo / "kernel.txt").write_text("A\n")
+            (repo / kernel_file).parent.mkdir(exist_ok=True)
+            (repo / kernel_file).write_text("A\n")
             git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
             subprocess.run(git[:5] + ["init", "-q", str(repo)], check=True)
             subprocess.run(git + ["add", "-A"], check=True)
             subprocess.run(git + ["commit", "-qm", "base"], check=True)
-            (repo / "kernel.txt").write_text("B\n")
+            (repo / kernel_file).write_text("B\n")
             diff = subprocess.run(git + ["diff"], check=True, capture_output=True, text=True).stdout
-            subprocess.run(git + ["checkout", "-q", "kernel.txt"], check=True)
+            subprocess.run(git + ["checkout", "-q", kernel_file], check=True)
             (repo / "change.patch").write_text(diff)
             stub = repo / "stub-python"
             stub.write_text(STUB_PYTHON)
             stub.chmod(0o755)
-            env = dict(os.environ, PYTHON=str(stub), CUDA_PORTFOLIO_GIT_COMMIT="abc1234", **extra_env)
+            env = dict(os.environ, PYTHON=str(stub), CUDA_PORTFOLIO_GIT_COMMIT="abc1234", KERNEL_FILE=kernel_file,
+                       **extra_env)
             r = subprocess.run(["bash", str(repo / "scripts" / "ab_patch.sh"), str(repo / "change.patch")],
                                cwd=repo, env=env, capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertEqual((repo / "kernel.txt").read_text(), "A\n")  # the patch is reversed
+            self.assertEqual((repo / kernel_file).read_text(), "A\n")  # the patch is reversed
             files = {p.name for p in (repo / "results" / "local" / "ab-change").iterdir()}
             return r, (repo / "steps.log").read_text().splitlines(), files
 
