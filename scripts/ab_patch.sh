@@ -91,7 +91,7 @@ fi
 repeat=()
 if [ "$REPEAT" != 0 ]; then
   git apply -R "$PATCH" && applied=0
-  build_and_time repeat "$BASE" 0 "$rebuild" "$@"  # the tree as it was, rebuilt: restore has nothing left to do
+  build_and_time repeat "$BASE" 0 "$rebuild" "$@"  # the tree as it was (rebuilt if the patch was): restore has nothing left
   patched_build=0
   repeat=(--repeat "$OUT_DIR/repeat.json")
 fi
