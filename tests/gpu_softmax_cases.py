@@ -183,16 +183,17 @@ class SoftmaxGpuTest(GpuTestCase):
         self.assertTrue(torch.equal(dy, dy_before) and torch.equal(y, y_before), "backward modified its inputs")
         self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward", scale=grad_scale(y, dy))
 
-    def test_cuda_block_online_blocks_walking_several_rows(self):
+    def test_block_online_blocks_walking_several_rows(self):
         """Long rows and more rows than the GPU keeps in flight: block_online caps its grid at
-        about one block per SM (the rows in flight must fit L2 between their two reads), so each
-        block walks several rows (row += gridDim.x); the sweep's shapes never get there."""
+        about one block (program) per SM (the rows in flight must fit L2 between their two reads),
+        so each walks several rows (row += gridDim.x); the sweep's shapes never get there."""
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-        module = _backend_module("cuda")
-        for dtype in (torch.float32, torch.bfloat16):
-            for cols in (131072, 131071):  # aligned rows, and rows that start off 16-byte boundaries
-                with self.subTest(dtype=dtype, cols=cols):
-                    self.check_direct(module, "block_online", 3 * sms + 5, cols, dtype)
+        for backend in SWEEP_BACKENDS:
+            module = _backend_module(backend)
+            for dtype in (torch.float32, torch.bfloat16):
+                for cols in (131072, 131071):  # aligned rows, and rows that start off 16-byte boundaries
+                    with self.subTest(backend=backend, dtype=dtype, cols=cols):
+                        self.check_direct(module, "block_online", 3 * sms + 5, cols, dtype)
 
     def test_cuda_split_row_at_forced_slice_counts(self):
         """split_row at slice counts its layout rule does not pick (CUDA_PORTFOLIO_SPLIT_ROW_SLICES,

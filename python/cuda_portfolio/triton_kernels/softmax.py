@@ -16,12 +16,13 @@ memory, which Triton cannot express):
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
   block_online   any cols (not auto since session 29: split_row in quarter tiles measured as fast or
-                 faster on every row it took): a persistent program walks rows;
-                 pass 1 keeps per-thread running (max, sum) pairs over BLOCK_N-column tiles
-                 (online softmax, one read), pass 2 walks the tiles backwards (the newest are still
-                 in L2) to normalize and write. The persistent grid is sized so the rows in flight
-                 fit in L2. Bound: bytes, 1 read + 1 write when pass 2 hits L2, up to 2 reads +
-                 1 write when it misses.
+                 faster on every row it took): pass 1 keeps per-thread running (max, sum) pairs over
+                 BLOCK_N-column tiles (online softmax, one read), pass 2 walks the tiles backwards (the
+                 newest are still in L2) to normalize and write. Rows in flight must fit in L2 between
+                 their two reads: the forward launches a program per row while the rows resident at
+                 once fit (_block_online_forward_programs), else, as the backward always, a
+                 persistent grid sized so they fit walks rows. Bound: bytes, 1 read + 1 write when
+                 pass 2 hits L2, up to 2 reads + 1 write when it misses.
   split_row      any cols (auto: every row past 32768 columns, and 16-bit forward rows past 16384 when
                  there are more rows than 8 per SM): each row is cut into
                  chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
@@ -913,6 +914,18 @@ def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, 
     return max(1, min(rows, resident, in_l2))
 
 
+def _block_online_forward_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
+    """block_online's forward grid: one program per row while the rows the GPU holds at once (config.per_sm per SM,
+    the residency of its register cap: ptxas gives the 16-bit programs 56-64 registers, two per SM) fit the L2
+    budget, so the hardware starts each row's program wherever one finishes; else _persistent_programs. In the CUDA
+    block_online a persistent grid of the same residency, each block walking a fixed list of rows, ran 9-13% slower
+    than a block per row at the same DRAM bytes (docs/perf-log.md, session 44). The backward stays persistent: its
+    pipelined programs are counted one per SM, and ptxas's register count could let two share one."""
+    if _sm_count(device) * config.per_sm * bytes_per_row <= L2_BUDGET_BYTES:
+        return rows
+    return _persistent_programs(rows, config, device, bytes_per_row)
+
+
 # split_row's counters ([ticket, exits, arrivals x rows], int32), per (device, stream), zeroed once when made: the
 # kernels need them zero at launch and leave them zero (_leave), so no call pays a memset launch. Launches on one
 # stream run in order and share a buffer, forward and backward alike; each stream gets its own (torch hands out
@@ -1047,7 +1060,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
                                                PREFETCH=config.prefetch, LOAD_HINT=config.load_hint,
                                                num_warps=config.num_warps)
     elif plan == "block_online":
-        grid = (_persistent_programs(rows, config, x2d.device, cols * x2d.element_size()),)
+        grid = (_block_online_forward_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
                                               THREADS=32 * config.num_warps, EDGES=edges,
                                               num_warps=config.num_warps, maxnreg=config.maxnreg)
