@@ -186,7 +186,8 @@ class SoftmaxGpuTest(GpuTestCase):
     def test_block_online_blocks_walking_several_rows(self):
         """Long rows and more rows than the GPU keeps in flight: block_online caps its grid at
         about one block (program) per SM (the rows in flight must fit L2 between their two reads),
-        so each walks several rows (row += gridDim.x); the sweep's shapes never get there."""
+        so each walks several rows (row += gridDim.x); the sweep's shapes never get there. (The
+        Triton backward, one program per SM, launches a program per row at any length.)"""
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         for backend in SWEEP_BACKENDS:
             module = _backend_module(backend)

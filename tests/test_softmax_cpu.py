@@ -58,15 +58,22 @@ class TritonSoftmaxLaunchConfigTest(unittest.TestCase):
                             shared = (config.stages or 0) * config.block_n * dtype.itemsize * 2
                             self.assertLessEqual(config.per_sm * (shared + 1024), shared_per_sm, config)
 
-    def test_block_online_forward_launches_a_program_per_row_while_the_resident_rows_fit_l2(self):
-        """Past the L2 budget the forward's grid is the capped persistent one, whose programs walk rows."""
+    def test_block_online_launches_a_program_per_row_while_the_resident_rows_fit_l2(self):
+        """Past the L2 budget the forward's grid is the capped persistent one, whose programs walk rows. The
+        backward's one program per SM is never capped, so it always launches a program per row."""
         config = triton_softmax.launch_config("block_online", torch.bfloat16, 1 << 15)
         rows, resident = 1000, triton_softmax.INTERPRETER_SM_COUNT * config.per_sm
+        self.assertGreater(config.per_sm, 1)
         fits = triton_softmax.L2_BUDGET_BYTES // resident
-        self.assertEqual(triton_softmax._block_online_forward_programs(rows, config, CPU, fits), rows)
-        capped = triton_softmax._block_online_forward_programs(rows, config, CPU, fits + 1)
+        self.assertEqual(triton_softmax._block_online_programs(rows, config, CPU, fits), rows)
+        capped = triton_softmax._block_online_programs(rows, config, CPU, fits + 1)
         self.assertEqual(capped, triton_softmax._persistent_programs(rows, config, CPU, fits + 1))
-        self.assertLessEqual(capped, resident)
+        self.assertLess(capped, resident)
+        self.assertEqual(triton_softmax._block_online_programs(2, config, CPU, fits + 1), 2)  # fewer rows than SMs
+        for dtype in DTYPES:
+            backward = triton_softmax.launch_config("block_online", dtype, 1 << 15, "bwd")
+            self.assertEqual((backward.num_warps, backward.per_sm, backward.stages), (32, 1, None))
+            self.assertEqual(triton_softmax._block_online_programs(rows, backward, CPU, 1 << 30), rows)
 
 
 @needs_interpreter

@@ -16,13 +16,14 @@ memory, which Triton cannot express):
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
   block_online   any cols (not auto since session 29: split_row in quarter tiles measured as fast or
-                 faster on every row it took): pass 1 keeps per-thread running (max, sum) pairs over
-                 BLOCK_N-column tiles (online softmax, one read), pass 2 walks the tiles backwards (the
-                 newest are still in L2) to normalize and write. Rows in flight must fit in L2 between
-                 their two reads: the forward launches a program per row while the rows resident at
-                 once fit (_block_online_forward_programs), else, as the backward always, a
-                 persistent grid sized so they fit walks rows. Bound: bytes, 1 read + 1 write when
-                 pass 2 hits L2, up to 2 reads + 1 write when it misses.
+                 faster on every row it took):
+                 pass 1 keeps per-thread running (max, sum) pairs over BLOCK_N-column tiles (online
+                 softmax, one read), pass 2 walks the tiles backwards (the newest are still in L2) to
+                 normalize and write. Rows in flight must fit in L2 between their two reads: a program
+                 per row while the rows resident at once fit (_block_online_programs), else a
+                 persistent grid sized so they fit walks rows. The backward runs one 32-warp program
+                 per SM (Inductor's form). Bound: bytes, 1 read + 1 write when pass 2 hits L2, up to
+                 2 reads + 1 write when it misses.
   split_row      any cols (auto: every row past 32768 columns, and 16-bit forward rows past 16384 when
                  there are more rows than 8 per SM): each row is cut into
                  chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
@@ -39,19 +40,19 @@ memory, which Triton cannot express):
                  after another, so a wait for another program would never end there: off the GPU
                  every row is one chunk, and the exchange across programs runs on GPUs only.
 
-Bytes in flight, backward (block_online, split_row). A streaming program with plain loads has one tile
-in flight, and block_online's L2 cap leaves ~1 program per SM at 50257+ columns: too few bytes against
-the ~40 KiB per SM that 4.2 TB/s x ~1.2 us of DRAM latency needs. So the backward's first pass (the
-y.dy dot) is software-pipelined with tl.range(num_stages=STAGES): Triton 3.6 turns its loads into
-cp.async copies to shared memory issued STAGES - 1 tiles ahead, 64 KiB per program
-(STREAM_BYTES_AHEAD). Those loads lose their L2 eviction hint (Triton drops it on cp.async). The second
-pass keeps plain loads with evict_first and stores with .cs (streaming: the output does not push the
-rows still waiting for their second read out of L2). The backward's persistent grid counts one pipelined
-program per SM for block_online (STREAM_PROGRAMS_PER_SM) and two for split_row (SPLIT_ROW_BWD_PROGRAMS_PER_SM),
-the unpipelined ones (forward, unaligned backward) as many as their registers allow (PLAIN_STREAM_REGISTERS),
-and both plans tell ptxas so (maxnreg). Measured at e7fb008 (this scheme in both directions, with a
-one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x,
-so the forward keeps plain loads and several programs per SM (launch_config).
+Bytes in flight, backward. A streaming program with plain loads has one tile in flight, and split_row's backward
+runs two programs per SM at long rows: too few bytes against the ~40 KiB per SM that 4.2 TB/s x ~1.2 us of DRAM
+latency needs. So its first pass (the y.dy dot) is software-pipelined with tl.range(num_stages=STAGES): Triton 3.6
+turns its loads into cp.async copies to shared memory issued STAGES - 1 tiles ahead, 64 KiB per program
+(STREAM_BYTES_AHEAD). Those loads lose their L2 eviction hint (Triton drops it on cp.async). The second pass keeps
+plain loads with evict_first and stores with .cs (streaming: the output does not push the rows still waiting for
+their second read out of L2). split_row's persistent grid counts two pipelined programs per SM
+(SPLIT_ROW_BWD_PROGRAMS_PER_SM), the unpipelined ones (forward, unaligned backward) as many as their registers
+allow (PLAIN_STREAM_REGISTERS), and tells ptxas so (maxnreg). Measured at e7fb008 (this scheme in both directions,
+with a one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x, so the forward keeps
+plain loads and several programs per SM (launch_config). block_online's backward has the bytes in flight without
+the pipeline: one program of 32 warps per SM, each thread loading 16 bytes (fp32) or 32 bytes (16-bit) of each
+operand per tile (launch_config).
 
 Rows outside Triton's 16-byte specialization (`rows_aligned`; any row length not a multiple of 16, such as 50257)
 would move one element per access. The streaming plans avoid that when every operand's rows start the same number
@@ -97,14 +98,6 @@ INTERPRETER_SM_COUNT = 3      # CPU "device": small, so tests exercise persisten
 STREAM_BYTES_AHEAD = 64 << 10  # first-pass loads in flight per streaming program (async copies to shared memory)
 MAX_STAGES = 5
 REGISTERS_PER_SM = 65536
-# Streaming programs one SM is counted to hold: 1. Triton's ptxas (sm_90a) gives the pipelined fp32
-# block_online programs (8 warps) 96-214 registers (the unaligned specialization, 4-byte async copies, takes
-# the most) and the 16-bit ones (16 warps) 77-96, so a second program per SM is not guaranteed; a persistent
-# grid larger than what is resident runs its last programs as a second wave after the first (the old
-# "64 warps per SM" rule allowed that for 16-bit rows of 50257 columns). Shared memory: 64 KiB per program.
-# block_online's programs are told so (LaunchConfig.maxnreg): left alone, ptxas fits a 16-warp program in
-# 64 registers (two per SM) and spills 4-8 bytes (16-bit forward with unaligned rows, backward with aligned).
-STREAM_PROGRAMS_PER_SM = 1
 # split_row's pipelined backward runs two per SM (maxnreg 128 at 8 warps, 64 at 16; ptxas fits both without
 # spilling in the aligned specialization, the only one it launches in). Measured on the H200 (session 14):
 # fp32 1024x131072 / 256x262144 / 32x1M / 4x4M 0.67 / 0.65 / 0.62 / 0.52 -> 0.82 / 0.80 / 0.72 / 0.60 of copy,
@@ -765,6 +758,16 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     # block_online and split_row stream tiles; 16-bit inputs take twice the columns per tile.
     block_n = min(cols_p2, 8192 if dtype.itemsize == 2 else 4096)
     num_warps = max(4, min(16, block_n // 512))
+    if plan == "block_online" and direction == "bwd":
+        # One program of 32 warps per SM (64 registers, the share of 1024 threads) with plain loops: the form of
+        # Inductor's kernel, which reads 0.99-1.01 of copy at fp32 4096x32768 (ncu, session 45: 4096 programs of
+        # 1024 threads, 52 registers, one per SM). Tiles of 4096 fp32 columns (one 16-byte load per thread per
+        # operand) and 16384 16-bit columns (two): measured both ways on the H200 (session 46), fp32 4096x32768
+        # read 0.98 of copy with one load against 0.92 with two, bf16 4096x32768 0.89 with two against 0.78 with
+        # one. ptxas, sm_90a: fp32 62 / 32 / 64 registers (16-byte rows / unaligned / EDGES), 16-bit 53 / 64 / 64,
+        # no spills. 16-byte rows stream their stores (.cs).
+        tile = min(cols_p2, block_n * 4 // dtype.itemsize)
+        return LaunchConfig(tile, 32, 1, per_sm=1, maxnreg=64, stream_stores=aligned)
     if direction == "fwd" or not aligned:
         # Forward streams without the pipeline: measured at e7fb008, the pipelined forward lost
         # 0.03-0.11x of copy (one program per SM held fewer bytes in flight than several plain ones).
@@ -775,7 +778,7 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         return LaunchConfig(block_n, num_warps, 1, per_sm=per_sm, maxnreg=share)
     operands = 2
     stages = max(2, min(MAX_STAGES, 1 + STREAM_BYTES_AHEAD // (block_n * dtype.itemsize * operands)))
-    per_sm = SPLIT_ROW_BWD_PROGRAMS_PER_SM if plan == "split_row" else STREAM_PROGRAMS_PER_SM
+    per_sm = SPLIT_ROW_BWD_PROGRAMS_PER_SM  # split_row: block_online's backward returned above
     return LaunchConfig(block_n, num_warps, 1, stages, per_sm, _register_share(num_warps, per_sm), stream_stores=True)
 
 
@@ -914,16 +917,15 @@ def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, 
     return max(1, min(rows, resident, in_l2))
 
 
-def _block_online_forward_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
-    """block_online's forward grid: one program per row while the rows the GPU holds at once (config.per_sm per SM,
-    the residency of its register cap: ptxas gives the 16-bit programs 56-64 registers, two per SM) fit the L2
-    budget, so the hardware starts each row's program wherever one finishes; else _persistent_programs. In the CUDA
-    block_online a persistent grid of the same residency, each block walking a fixed list of rows, ran 9-13% slower
-    than a block per row at the same DRAM bytes (docs/perf-log.md, session 44). The backward stays persistent: its
-    pipelined programs are counted one per SM, and ptxas's register count could let two share one."""
-    if _sm_count(device) * config.per_sm * bytes_per_row <= L2_BUDGET_BYTES:
-        return rows
-    return _persistent_programs(rows, config, device, bytes_per_row)
+def _block_online_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
+    """block_online's grid: one program per row unless the L2 budget caps the persistent grid below the rows the
+    GPU holds at once (config.per_sm per SM, the residency of its register cap: ptxas gives the 16-bit forward
+    programs 56-64 registers, two per SM; the backward's 32-warp program fills an SM). A program per row lets the
+    hardware start each row's program wherever one finishes: in the CUDA block_online a persistent grid of the same
+    residency, each block walking a fixed list of rows, ran 9-13% slower at the same DRAM bytes (docs/perf-log.md,
+    session 44). One program per SM is never capped (_persistent_programs keeps at least one per SM)."""
+    programs = _persistent_programs(rows, config, device, bytes_per_row)
+    return rows if programs >= min(rows, _sm_count(device) * config.per_sm) else programs
 
 
 # split_row's counters ([ticket, exits, arrivals x rows], int32), per (device, stream), zeroed once when made: the
@@ -1060,7 +1062,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
                                                PREFETCH=config.prefetch, LOAD_HINT=config.load_hint,
                                                num_warps=config.num_warps)
     elif plan == "block_online":
-        grid = (_block_online_forward_programs(rows, config, x2d.device, cols * x2d.element_size()),)
+        grid = (_block_online_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
                                               THREADS=32 * config.num_warps, EDGES=edges,
                                               num_warps=config.num_warps, maxnreg=config.maxnreg)
@@ -1133,7 +1135,7 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
         softmax_bwd_block_per_row_kernel[(rows,)](y2d, dy2d, dx2d, cols, *strides, BLOCK_N=config.block_n,
                                                num_warps=config.num_warps)
     elif plan == "block_online":
-        grid = (_persistent_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
+        grid = (_block_online_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
         softmax_bwd_block_online_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
                                               STAGES=config.stages, STREAM_STORES=config.stream_stores,
                                               EDGES=edges,
