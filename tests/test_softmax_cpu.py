@@ -378,6 +378,12 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(many, 16384, torch.bfloat16, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(many, 32768, torch.bfloat16, CPU, "bwd"), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(many, 32768, torch.float32, CPU), "block_per_row")
+        # fp32 backward rows of 16385-32768 columns: block_online's 32-warp programs
+        self.assertEqual(triton_softmax.choose_plan(4096, 32768, torch.float32, CPU, "bwd"), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4096, 16385, torch.float32, CPU, "bwd"), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4096, 16384, torch.float32, CPU, "bwd"), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 32769, torch.float32, CPU, "bwd"), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 32768, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "split_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU, "bwd"), "split_row")
         self.assertEqual(triton_softmax.choose_plan(1, 50257, torch.bfloat16, CPU), "split_row")

@@ -15,8 +15,8 @@ memory, which Triton cannot express):
                  wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4). The
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
-  block_online   any cols (not auto since session 29: split_row in quarter tiles measured as fast or
-                 faster on every row it took):
+  block_online   any cols (auto: fp32 backward rows of 16385-32768 columns; the forward and 16-bit
+                 rows left it in session 29, split_row's quarter tiles measured as fast or faster):
                  pass 1 keeps per-thread running (max, sum) pairs over BLOCK_N-column tiles (online
                  softmax, one read), pass 2 walks the tiles backwards (the newest are still in L2) to
                  normalize and write. Rows in flight must fit in L2 between their two reads: a program
@@ -899,13 +899,20 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     per SM or more, take block_per_row (session 20, results/h200/experiments/softmax-plans-65e4776-short-rows.json,
     16384x1024: 0.98 / 1.00 of copy against warp_per_row's 0.95 / 0.99; 16-bit rows measured even and keep
     warp_per_row). 16-bit forward rows of 16385-32768 columns take split_row's quarter tiles too when there are
-    more rows than quarter-tile programs (QUARTER_TILES_MIN_COLS)."""
+    more rows than quarter-tile programs (QUARTER_TILES_MIN_COLS). fp32 backward rows of 16385-32768 columns take
+    block_online's 32-warp programs (session 46, results/h200/experiments/
+    softmax-triton-3a34865-block-online-backward-landed-sweep.json, 4096 rows of 24576 / 32768 columns and 8192 of
+    32768: 1.00 / 0.98 / 0.98 of copy against block_per_row's 0.82 / 0.92 / 0.94; at 16384 columns both read 1.01,
+    at 8192 block_online 0.89; 16-bit rows keep block_per_row, 0.98-1.01 against 0.72-0.92)."""
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
     quarter_tiles_pay = (dtype.itemsize == 2 and direction == "fwd" and cols > QUARTER_TILES_MIN_COLS
                           and rows > HELD_QUARTER_FWD.per_sm * _sm_count(device))
-    return "block_per_row" if cols <= BLOCK_PER_ROW_MAX_COLS and not quarter_tiles_pay else "split_row"
+    if cols > BLOCK_PER_ROW_MAX_COLS or quarter_tiles_pay:
+        return "split_row"
+    fp32_long_backward = dtype == torch.float32 and direction == "bwd" and cols > BLOCK_PER_ROW_MAX_COLS // 2
+    return "block_online" if fp32_long_backward else "block_per_row"
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
