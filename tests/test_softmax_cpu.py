@@ -384,6 +384,8 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(4096, 16384, torch.float32, CPU, "bwd"), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 32769, torch.float32, CPU, "bwd"), "split_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 32768, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(sms, 32768, torch.float32, CPU, "bwd"), "block_per_row")  # few rows
+        self.assertEqual(triton_softmax.choose_plan(sms + 1, 32768, torch.float32, CPU, "bwd"), "block_online")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "split_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU, "bwd"), "split_row")
         self.assertEqual(triton_softmax.choose_plan(1, 50257, torch.bfloat16, CPU), "split_row")

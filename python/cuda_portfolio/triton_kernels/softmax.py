@@ -15,8 +15,9 @@ memory, which Triton cannot express):
                  wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4). The
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
-  block_online   any cols (auto: fp32 backward rows of 16385-32768 columns; the forward and 16-bit
-                 rows left it in session 29, split_row's quarter tiles measured as fast or faster):
+  block_online   any cols (auto: fp32 backward rows of 16385-32768 columns with more rows than
+                 SMs; the forward and 16-bit rows left it in session 29, split_row's quarter tiles
+                 measured as fast or faster):
                  pass 1 keeps per-thread running (max, sum) pairs over BLOCK_N-column tiles (online
                  softmax, one read), pass 2 walks the tiles backwards (the newest are still in L2) to
                  normalize and write. Rows in flight must fit in L2 between their two reads: a program
@@ -903,7 +904,9 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     block_online's 32-warp programs (session 46, results/h200/experiments/
     softmax-triton-3a34865-block-online-backward-landed-sweep.json, 4096 rows of 24576 / 32768 columns and 8192 of
     32768: 1.00 / 0.98 / 0.98 of copy against block_per_row's 0.82 / 0.92 / 0.94; at 16384 columns both read 1.01,
-    at 8192 block_online 0.89; 16-bit rows keep block_per_row, 0.98-1.01 against 0.72-0.92)."""
+    at 8192 block_online 0.89; 16-bit rows keep block_per_row, 0.98-1.01 against 0.72-0.92) when there are more rows
+    than SMs (softmax-triton-9f89a05-block-online-backward-few-rows.json, 32768 columns: at 32 / 132 rows
+    block_online 0.41 / 0.70 against 0.44 / 0.76, at 264 / 1024 rows 0.75 / 0.89 against 0.73 / 0.77)."""
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
@@ -911,7 +914,8 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
                           and rows > HELD_QUARTER_FWD.per_sm * _sm_count(device))
     if cols > BLOCK_PER_ROW_MAX_COLS or quarter_tiles_pay:
         return "split_row"
-    fp32_long_backward = dtype == torch.float32 and direction == "bwd" and cols > BLOCK_PER_ROW_MAX_COLS // 2
+    fp32_long_backward = (dtype == torch.float32 and direction == "bwd" and cols > BLOCK_PER_ROW_MAX_COLS // 2
+                          and rows > _sm_count(device))
     return "block_online" if fp32_long_backward else "block_per_row"
 
 
