@@ -8,6 +8,7 @@ inputs, a NaN-poisoned output and a float64 PyTorch reference.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import importlib
@@ -39,6 +40,7 @@ TOLERANCE = {"copy": {torch.float32: 0.0, torch.float16: 0.0, torch.bfloat16: 0.
              "softmax": {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2},
              "matmul": {torch.float32: 1e-5, "tf32": 3e-3, torch.float16: 1e-2, torch.bfloat16: 1e-2}}
 EXIT_NO_GPU = 3
+REGISTER_FILE_WARPS = 32  # 65536 registers / (64 registers x 32 threads): warps x programs per SM at 64 registers
 
 
 class OpUnavailable(RuntimeError):
@@ -220,6 +222,122 @@ def softmax_sweep_cases(args, l2: int):
             dtype = parse_dtype(dname)
             for direction in args.direction.split(","):
                 yield shape_text, dname, SoftmaxSweepCase(rows, cols, dtype, direction, l2)
+
+
+def variant_sweep_parser(doc: str, shapes: str, dtype: str, direction: str, variants: str,
+                         variants_help: str) -> argparse.ArgumentParser:
+    """The arguments the Triton variant sweeps share, with each sweep's defaults: --shapes, --dtype, --direction,
+    --variants, --samples, --rounds, --json, --plot, --replot."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--shapes", default=shapes, help="rows x cols, comma-separated")
+    p.add_argument("--dtype", default=dtype)
+    p.add_argument("--direction", default=direction)
+    p.add_argument("--variants", default=variants, help=variants_help)
+    p.add_argument("--samples", type=int, default=5, help="timed samples of each variant per round")
+    p.add_argument("--rounds", type=int, default=3, help="rounds over the case's variants, each in a rotated order")
+    p.add_argument("--json", default=None)
+    p.add_argument("--plot", default=None, help="PNG: ratio to copy against the row length, one panel per case")
+    p.add_argument("--replot", default=None, metavar="JSON", help="draw a stored sweep (with --plot) and exit")
+    return p
+
+
+def sweep_triton_variants(shape_text: str, dname: str, case, plan: str, variants_for, samples: int, rounds: int,
+                          copy: float) -> list[dict]:
+    """One case of a Triton softmax sweep: `plan` as its own rule configures it ("rule") beside each forced
+    configuration variants_for(aligned, edges) returns, as (name, LaunchConfig, description, why it is skipped or
+    None), all timed in one rotation (launch_times_us) and each output checked against float64 (case.check).
+    Prints a line per variant and returns the case's records: shape, dtype, direction, variant, config, then us,
+    tb_per_s, ratio_to_copy, vs_rule (the rule's time over the variant's), rel_err and ok, or skipped."""
+    from cuda_portfolio.triton_kernels import softmax as triton_softmax
+
+    direction = case.direction
+    tensors = case.inputs[-1][:1 if direction == "fwd" else 2] + (case.out,)
+    aligned, edges = triton_softmax._alignment(plan, tensors, case.cols)
+
+    def call_with(config, i):
+        if direction == "fwd":
+            triton_softmax._launch_forward(case.inputs[i][0], case.out, plan, config, edges)
+        else:
+            triton_softmax._launch_backward(*case.inputs[i], case.out, plan, config, edges)
+
+    def rule_call(i):
+        if direction == "fwd":
+            triton_softmax.forward(case.inputs[i][0], case.out, plan)
+        else:
+            triton_softmax.backward(*case.inputs[i], case.out, plan)
+
+    base = {"shape": [case.rows, case.cols], "dtype": dname, "direction": direction}
+    rule = triton_softmax.kernel_config(case.inputs[-1][0], plan, direction, aligned or edges)
+    records, calls = [dict(base, variant="rule", config=rule)], {"rule": rule_call}
+    for name, config, description, skipped in variants_for(aligned, edges):
+        records.append(dict(base, variant=name, config=description))
+        if skipped:
+            records[-1]["skipped"] = skipped
+        else:
+            calls[name] = functools.partial(call_with, config)
+    times = launch_times_us(calls, case.copies, samples, rounds)
+    width = max(len(rec["variant"]) for rec in records)
+    for rec in records:
+        name = rec["variant"]
+        if name not in times:
+            print(f"{shape_text} {dname} {direction} {name:>{width}}  skipped: {rec['skipped']}")
+            continue
+        us = times[name]
+        err, ok = case.check(calls[name])
+        rec.update({"us": us, "tb_per_s": case.bytes_moved / us / 1e6,
+                    "ratio_to_copy": case.bytes_moved / us / 1e6 / copy, "vs_rule": times["rule"] / us,
+                    "rel_err": err, "ok": ok})
+        print(f"{shape_text} {dname} {direction} {name:>{width}} {us:9.2f} us {rec['ratio_to_copy']:.2f} of copy "
+              f" x{rec['vs_rule']:.3f} vs rule  ({rec['config']}){'' if ok else '  WRONG'}", flush=True)
+    return records
+
+
+def run_triton_variant_sweep(script: str, args, plan: str, variants_for, plot) -> int:
+    """A Triton variant sweep from start to end: start_sweep (replot, or the GPU check and the copy ceiling), then
+    each case of softmax_sweep_cases through sweep_triton_variants with variants_for(triton_softmax, args, case,
+    aligned, edges), the JSON rewritten after every case (--json) and the plot at the end (--plot). Exit status 1
+    when any output was wrong."""
+    started = start_sweep(script, args, plot)
+    if started is None:
+        return 0
+    copy, l2 = started
+    from cuda_portfolio.triton_kernels import softmax as triton_softmax
+
+    records = []
+    for shape_text, dname, case in softmax_sweep_cases(args, l2):
+        case_variants = functools.partial(variants_for, triton_softmax, args, case)
+        records += sweep_triton_variants(shape_text, dname, case, plan, case_variants, args.samples, args.rounds, copy)
+        if args.json:
+            write_sweep_json(args.json, args, copy, records)
+    plot_sweep_records(args, records, plot)
+    return 0 if all(r.get("ok", True) for r in records) else 1
+
+
+def plot_variant_sweep(doc: dict, path: str, title: str, variant_label) -> None:
+    """A Triton variant sweep's plot: one panel per (dtype, direction), ratio to copy against the row length, one
+    line per variant (labelled variant_label(name)) and a dashed one for the rule's choice."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(r["dtype"], r["direction"]) for r in doc["records"]})
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False, sharey=True)
+    for ax, (dtype, direction) in zip(axes[0], panels):
+        records = [r for r in doc["records"] if (r["dtype"], r["direction"]) == (dtype, direction) and "us" in r]
+        for variant in dict.fromkeys(r["variant"] for r in records):
+            points = sorted((r["shape"][1], r["ratio_to_copy"]) for r in records if r["variant"] == variant)
+            ax.plot(*zip(*points), "k--" if variant == "rule" else "o-", markersize=3, linewidth=0.9,
+                    label="the rule's choice" if variant == "rule" else variant_label(variant))
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{dtype} {direction}", fontsize=9)
+        ax.set_xlabel("columns", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("ratio to device copy", fontsize=8)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"{title}, {doc['gpu']}, commit {doc.get('commit')}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def plot_sweep_records(args, records: list, plot) -> None:

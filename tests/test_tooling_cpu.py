@@ -6,8 +6,10 @@ line; compare_backends.py must say that it claims no counter results when ncu is
 ncu's source-page CSV.
 """
 import ast
+import contextlib
 import gzip
 import importlib.util
+import io
 import json
 import re
 import os
@@ -15,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -284,6 +287,10 @@ class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
         self.assert_one_line_refusal(run_script("sweep_triton_held_tiles.py", "--shapes", "1024x131072", timeout=120),
                                      "sweep_triton_held_tiles.py")
 
+    def test_sweep_triton_block_online(self):
+        self.assert_one_line_refusal(run_script("sweep_triton_block_online.py", "--shapes", "4096x32768", timeout=120),
+                                     "sweep_triton_block_online.py")
+
     def test_sanitizer_smoke_and_its_negative_control(self):
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", timeout=120), "sanitizer_smoke.py")
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", "--negative-control", timeout=120),
@@ -300,21 +307,55 @@ class SweepReplotTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertGreater(out.stat().st_size, 10000)
 
-    def test_replots_a_held_tile_sweep_without_a_gpu(self):
-        """A stored held-tile sweep, skipped variants included, draws one panel per dtype and direction."""
-        records = [{"shape": [rows, cols], "dtype": dtype, "direction": "fwd", "variant": variant,
-                    "ratio_to_copy": 0.5 + cols / 1e6 + 0.01 * i, "us": 100.0}
-                   for dtype in ("fp32", "bf16") for rows, cols in ((2048, 50257), (1024, 131072))
-                   for i, variant in enumerate(("rule", "16x2", "8x4"))]
-        records.append({"shape": [4, 4194304], "dtype": "fp32", "direction": "fwd", "variant": "4x8",
-                        "skipped": "more chunks per row than resident programs"})
-        work = Path(tempfile.mkdtemp(prefix="held_plot_"))
-        self.addCleanup(shutil.rmtree, work, ignore_errors=True)
-        (work / "sweep.json").write_text(json.dumps({"gpu": "NVIDIA H200", "commit": "abc1234", "records": records}))
-        r = run_script("sweep_triton_held_tiles.py", "--replot", str(work / "sweep.json"), "--plot",
-                       str(work / "held.png"), timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertGreater((work / "held.png").stat().st_size, 10000)
+    def test_replots_a_triton_variant_sweep_without_a_gpu(self):
+        """A stored Triton variant sweep (held tiles, block_online program shapes), skipped variants included, draws
+        one panel per dtype and direction."""
+        for script, variants in (("sweep_triton_held_tiles.py", ("16x2", "8x4")),
+                                 ("sweep_triton_block_online.py", ("32x1:4096", "16x2:4096"))):
+            records = [{"shape": [rows, cols], "dtype": dtype, "direction": "fwd", "variant": variant,
+                        "ratio_to_copy": 0.5 + cols / 1e6 + 0.01 * i, "us": 100.0}
+                       for dtype in ("fp32", "bf16") for rows, cols in ((2048, 50257), (1024, 131072))
+                       for i, variant in enumerate(("rule",) + variants)]
+            records.append({"shape": [4, 4194304], "dtype": "fp32", "direction": "fwd", "variant": variants[-1],
+                            "skipped": "more chunks per row than resident programs"})
+            work = Path(tempfile.mkdtemp(prefix="variant_plot_"))
+            self.addCleanup(shutil.rmtree, work, ignore_errors=True)
+            (work / "sweep.json").write_text(json.dumps({"gpu": "NVIDIA H200", "commit": "abc1234",
+                                                         "records": records}))
+            with self.subTest(script=script):
+                r = run_script(script, "--replot", str(work / "sweep.json"), "--plot", str(work / "sweep.png"),
+                               timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertGreater((work / "sweep.png").stat().st_size, 10000)
+
+
+class BlockOnlineSweepVariantsTest(unittest.TestCase):
+    def test_variants_parse_and_configure_as_the_plan_launches(self):
+        """--variants WxP:T: W warps, P programs per SM splitting the register file (maxnreg), tiles of T columns at
+        most the row's next power of two, the grid of block_online's own rule for P per SM; shapes that do not fit
+        the register file, and tiles that are not powers of two or have fewer columns than threads, are refused."""
+        from cuda_portfolio.triton_kernels import softmax as triton_softmax
+
+        script = load_script("sweep_triton_block_online.py")
+        args = script.parse_args(["--variants", "32x1:4096,16x2:8192,8x4:2048"])
+        self.assertEqual(args.variant_list, [(32, 1, 4096), (16, 2, 8192), (8, 4, 2048)])
+        for bad in ("16x4:4096", "16x2:3000", "32x1:512", "16x2", "a"):
+            with self.subTest(bad=bad), self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+                script.parse_args(["--variants", bad])
+        case = types.SimpleNamespace(rows=1000, cols=5000, dtype=torch.bfloat16, direction="bwd",
+                                     out=torch.empty(0))
+        variants = script.block_online_variants(triton_softmax, args, case, True, False)
+        self.assertEqual([v[0] for v in variants], ["32x1:4096", "16x2:8192", "8x4:2048"])
+        for (name, config, description, skipped), (warps, per_sm, tile) in zip(variants, args.variant_list):
+            self.assertIsNone(skipped)
+            self.assertEqual((config.num_warps, config.per_sm, config.block_n), (warps, per_sm, min(tile, 8192)))
+            self.assertEqual(config.maxnreg, 64)
+            self.assertTrue(config.stream_stores)
+            programs = triton_softmax._block_online_programs(1000, config, case.out.device, 2 * 5000 * 2)
+            self.assertIn(f"{programs} programs", description)
+        forward = types.SimpleNamespace(**dict(vars(case), direction="fwd"))
+        self.assertFalse(any(v[1].stream_stores for v in script.block_online_variants(triton_softmax, args, forward,
+                                                                                       True, False)))
 
 
 class SweepTimingOrderTest(unittest.TestCase):
