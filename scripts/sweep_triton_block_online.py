@@ -46,16 +46,19 @@ def parse_args(argv=None):
 
 
 def block_online_variants(triton_softmax, args, case, aligned: bool, edges: bool) -> list:
-    """The case's forced variants for _common.sweep_triton_variants: each WxP:T's config and the grid the plan's
-    rule gives it. The backward streams its stores (.cs) on 16-byte rows, as launch_config does."""
+    """The case's forced variants for _common.sweep_triton_variants: each WxP:T is the plan's own launch_config for
+    the case (its store streaming and the rest) with the program shape, register cap and tile replaced, and runs on
+    the grid the plan's rule gives that shape."""
+    import triton
+
     operands = 1 if case.direction == "fwd" else 2
     bytes_per_row = operands * case.cols * case.dtype.itemsize
-    cols_p2 = 1 << max(0, case.cols - 1).bit_length()
+    cols_p2 = triton.next_power_of_2(case.cols)
+    rule = triton_softmax.launch_config("block_online", case.dtype, cols_p2, case.direction, aligned or edges)
     variants = []
     for warps, per_sm, tile in args.variant_list:
-        config = triton_softmax.LaunchConfig(min(cols_p2, tile), warps, 1, per_sm=per_sm,
-                                             maxnreg=triton_softmax._register_share(warps, per_sm),
-                                             stream_stores=case.direction == "bwd" and aligned)
+        config = rule._replace(block_n=min(cols_p2, tile), num_warps=warps, per_sm=per_sm,
+                               maxnreg=triton_softmax._register_share(warps, per_sm))
         programs = triton_softmax._block_online_programs(case.rows, config, case.out.device, bytes_per_row)
         description = (f"{warps} warps x {per_sm} per SM, {config.block_n}-column tiles, maxnreg {config.maxnreg}, "
                        f"{programs} programs")

@@ -288,8 +288,8 @@ class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
                                      "sweep_triton_held_tiles.py")
 
     def test_sweep_triton_block_online(self):
-        self.assert_one_line_refusal(run_script("sweep_triton_block_online.py", "--shapes", "4096x32768", timeout=120),
-                                     "sweep_triton_block_online.py")
+        self.assert_one_line_refusal(run_script("sweep_triton_block_online.py", "--shapes", "4096x32768",
+                                                timeout=120), "sweep_triton_block_online.py")
 
     def test_sanitizer_smoke_and_its_negative_control(self):
         self.assert_one_line_refusal(run_script("sanitizer_smoke.py", timeout=120), "sanitizer_smoke.py")
@@ -353,6 +353,9 @@ class BlockOnlineSweepVariantsTest(unittest.TestCase):
             self.assertTrue(config.stream_stores)
             programs = triton_softmax._block_online_programs(1000, config, case.out.device, 2 * 5000 * 2)
             self.assertIn(f"{programs} programs", description)
+        # rows in whole 16-byte units through EDGES stream their stores too, as the plan's launch_config has them
+        self.assertTrue(all(v[1].stream_stores for v in script.block_online_variants(triton_softmax, args, case,
+                                                                                      False, True)))
         forward = types.SimpleNamespace(**dict(vars(case), direction="fwd"))
         self.assertFalse(any(v[1].stream_stores for v in script.block_online_variants(triton_softmax, args, forward,
                                                                                        True, False)))
