@@ -187,7 +187,7 @@ class SoftmaxGpuTest(GpuTestCase):
         """Long rows and more rows than the GPU keeps in flight: block_online caps its grid at
         about one block (program) per SM (the rows in flight must fit L2 between their two reads),
         so each walks several rows (row += gridDim.x); the sweep's shapes never get there. (The
-        Triton backward, one program per SM, launches a program per row at any length.)"""
+        Triton backward launches a program per row at any length.)"""
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         for backend in SWEEP_BACKENDS:
             module = _backend_module(backend)
@@ -195,6 +195,36 @@ class SoftmaxGpuTest(GpuTestCase):
                 for cols in (131072, 131071):  # aligned rows, and rows that start off 16-byte boundaries
                     with self.subTest(backend=backend, dtype=dtype, cols=cols):
                         self.check_direct(module, "block_online", 3 * sms + 5, cols, dtype)
+
+    def test_triton_block_online_backward_in_two_programs_per_sm(self):
+        """The Triton block_online backward's two 16-warp programs per SM (block_online_backward_config), taken when
+        the rows fill them and fit L2, over several tiles: whole tiles, a masked last tile, and rows off 16-byte
+        boundaries (EDGES, and the per-element path of a storage offset)."""
+        if "triton" not in SWEEP_BACKENDS:
+            self.skipTest("the Triton backend is not in CUDA_PORTFOLIO_TEST_BACKENDS")
+        module = _backend_module("triton")
+        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        rows = 2 * sms + 3
+        for dtype in DTYPES:
+            pair = module.BLOCK_ONLINE_BWD_PAIR[dtype.itemsize]
+            for cols in (3 * pair.block_n, 2 * pair.block_n + 9):
+                for offset in (0, 1):
+                    with self.subTest(dtype=dtype, cols=cols, offset=offset):
+                        y = at_offset(rows, cols, dtype, offset, fill=0.0)
+                        y.copy_(torch.softmax(torch.randn(rows, cols, device="cuda") * 4, -1))
+                        dy = at_offset(rows, cols, dtype, offset)
+                        dx = poisoned_like(y)  # contiguous: with offset 1 its rows are out of phase with y's
+                        units = module.whole_units("block_online", (y, dy, dx), cols)
+                        self.assertEqual(units, offset == 0)
+                        self.assertEqual(module._table_config("block_online", y, "bwd", units),
+                                         pair._replace(stream_stores=units))
+                        y_before, dy_before = y.clone(), dy.clone()
+                        module.backward(y, dy, dx, "block_online")
+                        torch.cuda.synchronize()
+                        self.assertTrue(torch.equal(dy, dy_before) and torch.equal(y, y_before),
+                                        "backward modified its inputs")
+                        self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward",
+                                         scale=grad_scale(y, dy))
 
     def test_cuda_split_row_at_forced_slice_counts(self):
         """split_row at slice counts its layout rule does not pick (CUDA_PORTFOLIO_SPLIT_ROW_SLICES,

@@ -45,22 +45,23 @@ class TritonSoftmaxLaunchConfigTest(unittest.TestCase):
         programs would otherwise run as a second wave after the first (2048x50257 bf16 once launched 333
         forward programs where 264 fit), and split_row's exchange waits for programs that never start."""
         shared_per_sm = 228 * 1024  # Hopper; each resident block also takes 1 KiB of it for the system
-        for plan in ("block_online", "split_row"):
-            for dtype in DTYPES:
-                for cols_p2 in (1 << 16, 1 << 20):
-                    for direction, aligned in (("fwd", True), ("fwd", False), ("bwd", True), ("bwd", False)):
-                        config = triton_softmax.launch_config(plan, dtype, cols_p2, direction, aligned)
-                        with self.subTest(plan=plan, dtype=dtype, cols_p2=cols_p2, direction=direction,
-                                          aligned=aligned):
-                            registers = config.per_sm * 32 * config.num_warps * (config.maxnreg or 255)
-                            self.assertLessEqual(registers, triton_softmax.REGISTERS_PER_SM, config)
-                            # the pipelined backward buffers `stages` tiles of y and dy
-                            shared = (config.stages or 0) * config.block_n * dtype.itemsize * 2
-                            self.assertLessEqual(config.per_sm * (shared + 1024), shared_per_sm, config)
+        cases = [(plan, dtype, cols_p2, direction, aligned,
+                  triton_softmax.launch_config(plan, dtype, cols_p2, direction, aligned))
+                 for plan in ("block_online", "split_row") for dtype in DTYPES for cols_p2 in (1 << 16, 1 << 20)
+                 for direction in ("fwd", "bwd") for aligned in (True, False)]
+        cases += [("block_online pair", dtype, None, "bwd", None, triton_softmax.BLOCK_ONLINE_BWD_PAIR[dtype.itemsize])
+                  for dtype in DTYPES]
+        for plan, dtype, cols_p2, direction, aligned, config in cases:
+            with self.subTest(plan=plan, dtype=dtype, cols_p2=cols_p2, direction=direction, aligned=aligned):
+                registers = config.per_sm * 32 * config.num_warps * (config.maxnreg or 255)
+                self.assertLessEqual(registers, triton_softmax.REGISTERS_PER_SM, config)
+                # the pipelined backward buffers `stages` tiles of y and dy
+                shared = (config.stages or 0) * config.block_n * dtype.itemsize * 2
+                self.assertLessEqual(config.per_sm * (shared + 1024), shared_per_sm, config)
 
     def test_block_online_launches_a_program_per_row_while_the_resident_rows_fit_l2(self):
         """Past the L2 budget the forward's grid is the capped persistent one, whose programs walk rows. The
-        backward's one program per SM is never capped, so it always launches a program per row."""
+        backward's whole-SM program (launch_config's) is never capped, so it always launches a program per row."""
         config = triton_softmax.launch_config("block_online", torch.bfloat16, 1 << 15)
         rows, resident = 1000, triton_softmax.INTERPRETER_SM_COUNT * config.per_sm
         self.assertGreater(config.per_sm, 1)
@@ -74,6 +75,32 @@ class TritonSoftmaxLaunchConfigTest(unittest.TestCase):
             backward = triton_softmax.launch_config("block_online", dtype, 1 << 15, "bwd")
             self.assertEqual((backward.num_warps, backward.per_sm, backward.stages), (32, 1, None))
             self.assertEqual(triton_softmax._block_online_programs(rows, backward, CPU, 1 << 30), rows)
+
+    def test_block_online_backward_takes_two_programs_per_sm_while_two_rows_per_sm_fit_l2(self):
+        """The pair (two 16-warp programs per SM, 64 registers each: the register file between them) runs a
+        program per row: it is taken only when the rows fill it and two rows per SM of y and dy fit the L2 budget;
+        otherwise the whole-SM program, which launches a program per row at any length."""
+        sms = triton_softmax.INTERPRETER_SM_COUNT
+        for dtype in DTYPES:
+            pair = triton_softmax.BLOCK_ONLINE_BWD_PAIR[dtype.itemsize]
+            self.assertEqual((pair.num_warps, pair.per_sm, pair.stages), (16, 2, None))
+            self.assertLessEqual(pair.per_sm * 32 * pair.num_warps * pair.maxnreg, triton_softmax.REGISTERS_PER_SM)
+            longest = triton_softmax.L2_BUDGET_BYTES // (2 * dtype.itemsize * sms * pair.per_sm)  # columns
+            for aligned in (True, False):
+                whole_sm = triton_softmax.launch_config("block_online", dtype, triton.next_power_of_2(longest),
+                                                        "bwd", aligned)
+                with self.subTest(dtype=dtype, aligned=aligned):
+                    self.assertEqual((whole_sm.num_warps, whole_sm.per_sm), (32, 1))
+                    choice = triton_softmax.block_online_backward_config(whole_sm, 2 * sms, longest, dtype, CPU)
+                    self.assertEqual(choice, pair._replace(stream_stores=aligned))
+                    self.assertEqual(triton_softmax._block_online_programs(2 * sms, choice, CPU,
+                                                                           2 * longest * dtype.itemsize), 2 * sms)
+                    self.assertEqual(triton_softmax.block_online_backward_config(whole_sm, 2 * sms, longest + 1,
+                                                                                 dtype, CPU), whole_sm)
+                    self.assertEqual(triton_softmax.block_online_backward_config(whole_sm, 2 * sms - 1, longest,
+                                                                                 dtype, CPU), whole_sm)
+                    short = triton_softmax.block_online_backward_config(whole_sm, 2 * sms, 100, dtype, CPU)
+                    self.assertEqual(short.block_n, 128)  # the row's next power of two
 
 
 @needs_interpreter

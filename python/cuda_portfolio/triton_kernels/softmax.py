@@ -22,9 +22,10 @@ memory, which Triton cannot express):
                  softmax, one read), pass 2 walks the tiles backwards (the newest are still in L2) to
                  normalize and write. Rows in flight must fit in L2 between their two reads: a program
                  per row while the rows resident at once fit (_block_online_programs), else a
-                 persistent grid sized so they fit walks rows. The backward runs one 32-warp program
-                 per SM (Inductor's form). Bound: bytes, 1 read + 1 write when pass 2 hits L2, up to
-                 2 reads + 1 write when it misses.
+                 persistent grid sized so they fit walks rows. The backward runs a program per row:
+                 two 16-warp programs per SM while two rows per SM fit the L2 budget, else one
+                 32-warp program per SM (Inductor's form; block_online_backward_config). Bound:
+                 bytes, 1 read + 1 write when pass 2 hits L2, up to 2 reads + 1 write when it misses.
   split_row      any cols (auto: every row past 32768 columns, and 16-bit forward rows past 16384 when
                  there are more rows than 8 per SM): each row is cut into
                  chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
@@ -52,8 +53,8 @@ their second read out of L2). split_row's persistent grid counts two pipelined p
 allow (PLAIN_STREAM_REGISTERS), and tells ptxas so (maxnreg). Measured at e7fb008 (this scheme in both directions,
 with a one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x, so the forward keeps
 plain loads and several programs per SM (launch_config). block_online's backward has the bytes in flight without
-the pipeline: one program of 32 warps per SM, each thread loading 16 bytes (fp32) or 32 bytes (16-bit) of each
-operand per tile (launch_config).
+the pipeline: 32 warps per SM in one or two programs, each thread loading 16 or 32 bytes of each operand per tile
+(launch_config, block_online_backward_config).
 
 Rows outside Triton's 16-byte specialization (`rows_aligned`; any row length not a multiple of 16, such as 50257)
 would move one element per access. The streaming plans avoid that when every operand's rows start the same number
@@ -766,7 +767,8 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         # operand) and 16384 16-bit columns (two): measured both ways on the H200 (session 46), fp32 4096x32768
         # read 0.98 of copy with one load against 0.92 with two, bf16 4096x32768 0.89 with two against 0.78 with
         # one. ptxas, sm_90a: fp32 62 / 32 / 64 registers (16-byte rows / unaligned / EDGES), 16-bit 53 / 64 / 64,
-        # no spills. 16-byte rows stream their stores (.cs).
+        # no spills. 16-byte rows stream their stores (.cs). Rows that fit two per SM in L2 take two 16-warp
+        # programs instead (block_online_backward_config).
         tile = min(cols_p2, block_n * 4 // dtype.itemsize)
         return LaunchConfig(tile, 32, 1, per_sm=1, maxnreg=64, stream_stores=aligned)
     if direction == "fwd" or not aligned:
@@ -828,6 +830,34 @@ HELD_HALF_BWD_MAX_ROW_BYTES = 200 << 10
 # (256x20480 +24%, 64x32768 +21%), and at 16384 columns too (2048x16384 +22%, 8192x16384 +8%: two quarter tiles
 # against a full one).
 QUARTER_TILES_MIN_COLS = 16384
+
+
+# block_online's backward as two 16-warp programs per SM (64 registers each), tiles of two 16-byte loads per thread per
+# operand (fp32 4096 columns, 16-bit 8192), taken by block_online_backward_config. With one 32-warp program per SM the
+# SM has nothing in flight at each row's end (the last tile's latency, the block reduction, the next program's start);
+# a second program streams through those spans. Measured on the H200 in one process
+# (scripts/sweep_triton_block_online.py, results/h200/experiments/softmax-triton-6d25176-block-online-program-shapes.json,
+# 4096 rows), two 16-warp programs against one 32-warp program: bf16 8192 / 16384 / 24576 columns 0.92 / 0.98 / 0.96
+# of copy against 0.59 / 0.83 / 0.72, fp32 8192 columns 1.01 against 0.89. Where the L2 budget caps their grid
+# (persistent programs walking rows) they lose: fp32 16384 / 24576 / 32768 columns 0.93 / 0.84 / 0.87 against 1.01 /
+# 1.01 / 0.99, bf16 50257 / 131072 0.62 / 0.65 against 0.67 / 0.72 (bf16 32768, capped at 256 programs: 0.94 against
+# 0.91, the one exception). ptxas, sm_90a: no spills (test_triton_cpu).
+BLOCK_ONLINE_BWD_PAIR = {4: LaunchConfig(4096, 16, 1, per_sm=2, maxnreg=64),
+                         2: LaunchConfig(8192, 16, 1, per_sm=2, maxnreg=64)}
+
+
+def block_online_backward_config(whole_sm: LaunchConfig, rows: int, cols: int, dtype: torch.dtype,
+                                 device: torch.device) -> LaunchConfig:
+    """block_online's backward configuration for `rows` rows of `cols`: BLOCK_ONLINE_BWD_PAIR (its tile at most the
+    row's next power of two, `whole_sm`'s store rule) when the rows fill two programs per SM and two rows per SM fit
+    the L2 budget, so each program takes a row (_block_online_programs); else `whole_sm`, launch_config's one 32-warp
+    program per SM, which is never capped. With fewer rows than two per SM a 32-warp program gives each row the whole
+    SM (not measured against the pair)."""
+    pair = BLOCK_ONLINE_BWD_PAIR[dtype.itemsize]
+    pair = pair._replace(block_n=min(pair.block_n, triton.next_power_of_2(cols)), stream_stores=whole_sm.stream_stores)
+    resident = _sm_count(device) * pair.per_sm
+    rows_fit = rows >= resident and L2_BUDGET_BYTES // (2 * cols * dtype.itemsize) >= resident
+    return pair if rows_fit else whole_sm
 
 
 def held_config(cols: int, dtype: torch.dtype, direction: str) -> LaunchConfig:
@@ -1017,11 +1047,14 @@ def _bucket(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> tuple:
 
 
 def _table_config(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> LaunchConfig:
-    """The untimed configuration for `plan` on 2-D t: launch_config's, and for split_row its form (split_row_config;
-    `aligned`: the launch moves whole 16-byte units)."""
+    """The untimed configuration for `plan` on 2-D t: launch_config's, for split_row its form (split_row_config;
+    `aligned`: the launch moves whole 16-byte units), for block_online's backward its programs per SM
+    (block_online_backward_config)."""
     config = launch_config(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
     if plan == "split_row":
         return split_row_config(config, t.shape[1], t.dtype, direction, aligned, t.device)
+    if plan == "block_online" and direction == "bwd":
+        return block_online_backward_config(config, *t.shape, t.dtype, t.device)
     return config
 
 
@@ -1234,9 +1267,13 @@ def aot_specs(dtype: torch.dtype):
         for aligned, edges, specializations in ((True, False, aligned_only), (False, False, unaligned_only),
                                                 (True, True, unaligned_only)):
             config = launch_config(plan, dtype, 1 << 20, "bwd", aligned)
-            consts = {"BLOCK_N": config.block_n, "STAGES": config.stages, **extra, "STREAM_STORES": config.stream_stores,
-                      "EDGES": edges}
-            entries.append((name, fn, sig, consts, config, specializations))
+            configs = [config]
+            if plan == "block_online":  # and its two programs per SM
+                configs.append(BLOCK_ONLINE_BWD_PAIR[dtype.itemsize]._replace(stream_stores=config.stream_stores))
+            for config in configs:
+                consts = {"BLOCK_N": config.block_n, "STAGES": config.stages, **extra,
+                          "STREAM_STORES": config.stream_stores, "EDGES": edges}
+                entries.append((name, fn, sig, consts, config, specializations))
 
     specs = []
     for name, fn, sig, consts, config, specializations in entries:
