@@ -267,7 +267,7 @@ def sweep_triton_variants(shape_text: str, dname: str, case, plan: str, variants
             triton_softmax.backward(*case.inputs[i], case.out, plan)
 
     base = {"shape": [case.rows, case.cols], "dtype": dname, "direction": direction}
-    rule = triton_softmax.kernel_config(case.inputs[-1][0], plan, direction, aligned or edges)
+    rule = triton_softmax.kernel_config(case.inputs[-1][0], plan, direction, (aligned, edges))
     records, calls = [dict(base, variant="rule", config=rule)], {"rule": rule_call}
     for name, config, description, skipped in variants_for(aligned, edges):
         records.append(dict(base, variant=name, config=description))

@@ -59,7 +59,8 @@ class SoftmaxGpuTest(GpuTestCase):
                             picked = module._TUNED[module._bucket(plan, x, direction, False)]
                             self.assertIn(picked, module.candidate_configs(plan, dtype, triton.next_power_of_2(cols),
                                                                            direction, False))
-                            self.assertTrue(module.kernel_config(x, plan, direction, False).endswith(", tuned"))
+                            text = module.kernel_config(x, plan, direction, (False, False))
+                            self.assertTrue(text.endswith(", tuned"), text)
                         self.check_direct(module, plan, rows, cols, dtype)  # the picks, again
 
     def test_triton_every_tuning_candidate_runs_correctly(self):
@@ -126,7 +127,7 @@ class SoftmaxGpuTest(GpuTestCase):
                             self.check_direct(module, "split_row", rows, cols, dtype)
                             x = torch.empty(rows, cols, device="cuda", dtype=dtype)
                             for direction in ("fwd", "bwd"):
-                                text = module.kernel_config(x, "split_row", direction, True)
+                                text = module.kernel_config(x, "split_row", direction, (True, False))
                                 self.assertEqual("chunks held" in text, form == "held", text)
                     x = torch.randn(5, 1 << 20, device="cuda") * 3
                     x[0, -5] = float("nan")
@@ -214,10 +215,11 @@ class SoftmaxGpuTest(GpuTestCase):
                         y.copy_(torch.softmax(torch.randn(rows, cols, device="cuda") * 4, -1))
                         dy = at_offset(rows, cols, dtype, offset)
                         dx = poisoned_like(y)  # contiguous: with offset 1 its rows are out of phase with y's
-                        units = module.whole_units("block_online", (y, dy, dx), cols)
-                        self.assertEqual(units, offset == 0)
-                        self.assertEqual(module._table_config("block_online", y, "bwd", units),
-                                         pair._replace(stream_stores=units))
+                        alignment = module._alignment("block_online", (y, dy, dx), cols)
+                        self.assertEqual(alignment, (cols % 16 == 0 and offset == 0, cols % 16 != 0 and offset == 0))
+                        tile = pair.block_n if alignment[0] or dtype.itemsize == 4 else pair.block_n // 2
+                        self.assertEqual(module._table_config("block_online", y, "bwd", alignment),
+                                         pair._replace(block_n=tile, stream_stores=any(alignment)))
                         y_before, dy_before = y.clone(), dy.clone()
                         module.backward(y, dy, dx, "block_online")
                         torch.cuda.synchronize()

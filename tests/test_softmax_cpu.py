@@ -91,15 +91,17 @@ class TritonSoftmaxLaunchConfigTest(unittest.TestCase):
                                                         "bwd", aligned)
                 with self.subTest(dtype=dtype, aligned=aligned):
                     self.assertEqual((whole_sm.num_warps, whole_sm.per_sm), (32, 1))
-                    choice = triton_softmax.block_online_backward_config(whole_sm, 2 * sms, longest, dtype, CPU)
-                    self.assertEqual(choice, pair._replace(stream_stores=aligned))
+                    choice = triton_softmax.block_online_backward_config(whole_sm, 2 * sms, longest, dtype, aligned,
+                                                                         CPU)
+                    tile = pair.block_n if aligned or dtype.itemsize == 4 else pair.block_n // 2  # 16-bit: no spills
+                    self.assertEqual(choice, pair._replace(block_n=tile, stream_stores=aligned))
                     self.assertEqual(triton_softmax._block_online_programs(2 * sms, choice, CPU,
                                                                            2 * longest * dtype.itemsize), 2 * sms)
                     self.assertEqual(triton_softmax.block_online_backward_config(whole_sm, 2 * sms, longest + 1,
-                                                                                 dtype, CPU), whole_sm)
+                                                                                 dtype, aligned, CPU), whole_sm)
                     self.assertEqual(triton_softmax.block_online_backward_config(whole_sm, 2 * sms - 1, longest,
-                                                                                 dtype, CPU), whole_sm)
-                    short = triton_softmax.block_online_backward_config(whole_sm, 2 * sms, 100, dtype, CPU)
+                                                                                 dtype, aligned, CPU), whole_sm)
+                    short = triton_softmax.block_online_backward_config(whole_sm, 2 * sms, 100, dtype, aligned, CPU)
                     self.assertEqual(short.block_n, 128)  # the row's next power of two
 
 
@@ -149,19 +151,19 @@ class TritonSoftmaxTuningTest(unittest.TestCase):
         with mock.patch.object(triton_softmax, "fastest", fastest), \
                 mock.patch.dict(triton_softmax._TUNED, clear=True), \
                 mock.patch.object(torch.cuda, "is_current_stream_capturing", lambda: False):
-            self.assertIn("table", triton_softmax.kernel_config(t, "block_per_row", "bwd", True))
+            self.assertIn("table", triton_softmax.kernel_config(t, "block_per_row", "bwd", (True, False)))
             for _ in range(2):  # the same bucket: timed once
-                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", True, None), wider)
+                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", (True, False), None), wider)
             self.assertEqual(timed, [(table, wider)])
-            self.assertEqual(triton_softmax.kernel_config(t, "block_per_row", "bwd", True),
+            self.assertEqual(triton_softmax.kernel_config(t, "block_per_row", "bwd", (True, False)),
                              f"{wider.num_warps} warps, 8192-column tiles, tuned")
             # Another shape in the same power-of-two buckets shares the pick; another row bucket or direction is its
             # own bucket.
-            self.assertEqual(triton_softmax._config_for("block_per_row", self.gpu_tensor(60, 8000), "bwd", True, None),
-                             wider)
+            wide_bucket = self.gpu_tensor(60, 8000)
+            self.assertEqual(triton_softmax._config_for("block_per_row", wide_bucket, "bwd", (True, False), None), wider)
             self.assertEqual(len(timed), 1)
-            triton_softmax._config_for("block_per_row", self.gpu_tensor(3, 5000), "bwd", True, None)
-            triton_softmax._config_for("block_per_row", t, "fwd", True, None)
+            triton_softmax._config_for("block_per_row", self.gpu_tensor(3, 5000), "bwd", (True, False), None)
+            triton_softmax._config_for("block_per_row", t, "fwd", (True, False), None)
             self.assertEqual(len(timed), 3)
 
     def test_no_timing_under_capture_off_the_gpu_or_when_turned_off(self):
@@ -170,15 +172,15 @@ class TritonSoftmaxTuningTest(unittest.TestCase):
         refuse = mock.Mock(side_effect=AssertionError("timed"))
         with mock.patch.object(triton_softmax, "fastest", refuse), mock.patch.dict(triton_softmax._TUNED, clear=True):
             with mock.patch.object(torch.cuda, "is_current_stream_capturing", lambda: True):
-                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", True, None), table)
+                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", (True, False), None), table)
                 # A bucket tuned before the capture keeps its pick inside it.
                 triton_softmax._TUNED[triton_softmax._bucket("block_per_row", t, "bwd", True)] = wider
-                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", True, None), wider)
+                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", (True, False), None), wider)
             triton_softmax._TUNED.clear()
             with mock.patch.dict("os.environ", {"CUDA_PORTFOLIO_NO_TUNING": "1"}):
-                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", True, None), table)
+                self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", (True, False), None), table)
             cpu = torch.empty(64, 5000)
-            self.assertEqual(triton_softmax._config_for("block_per_row", cpu, "bwd", True, None), table)
+            self.assertEqual(triton_softmax._config_for("block_per_row", cpu, "bwd", (True, False), None), table)
             self.assertFalse(triton_softmax._TUNED)
 
 

@@ -835,26 +835,32 @@ QUARTER_TILES_MIN_COLS = 16384
 # block_online's backward as two 16-warp programs per SM (64 registers each), tiles of two 16-byte loads per thread per
 # operand (fp32 4096 columns, 16-bit 8192), taken by block_online_backward_config. With one 32-warp program per SM the
 # SM has nothing in flight at each row's end (the last tile's latency, the block reduction, the next program's start);
-# a second program streams through those spans. Measured on the H200 in one process
-# (scripts/sweep_triton_block_online.py, results/h200/experiments/softmax-triton-6d25176-block-online-program-shapes.json,
-# 4096 rows), two 16-warp programs against one 32-warp program: bf16 8192 / 16384 / 24576 columns 0.92 / 0.98 / 0.96
-# of copy against 0.59 / 0.83 / 0.72, fp32 8192 columns 1.01 against 0.89. Where the L2 budget caps their grid
-# (persistent programs walking rows) they lose: fp32 16384 / 24576 / 32768 columns 0.93 / 0.84 / 0.87 against 1.01 /
-# 1.01 / 0.99, bf16 50257 / 131072 0.62 / 0.65 against 0.67 / 0.72 (bf16 32768, capped at 256 programs: 0.94 against
-# 0.91, the one exception). ptxas, sm_90a: no spills (test_triton_cpu).
+# a second program streams through those spans. Measured on the H200 in one process, 4096 rows
+# (scripts/sweep_triton_block_online.py,
+# results/h200/experiments/softmax-triton-6d25176-block-online-program-shapes.json), two 16-warp programs against one
+# 32-warp program: bf16 8192 / 16384 / 24576 columns 0.92 / 0.98 / 0.96 of copy against 0.59 / 0.83 / 0.72, fp32 8192
+# columns 1.01 against 0.89. Where the L2 budget caps their grid (persistent programs walking rows) they lose: fp32
+# 16384 / 24576 / 32768 columns 0.93 / 0.84 / 0.87 against 1.01 / 1.01 / 0.99, bf16 50257 / 131072 0.62 / 0.65
+# against 0.67 / 0.72 (bf16 32768, capped at 256 programs: 0.94 against 0.91, the one exception). 16-bit rows outside
+# the 16-byte specialization (EDGES, or element by element) take 4096-column tiles: ptxas spills 4 bytes there at
+# 8192, and 4096 measured 1-20% faster at 8 of 10 bf16 / fp16 EDGES cells, even at one, 5% slower at fp16 1024x30001
+# (softmax-triton-abf02b3-block-online-backward-edges.json, 4096x8001 to 1024x30001). Those rows read 0.64-0.78 of
+# copy against the whole-SM program's 0.40-0.62. ptxas, sm_90a: no spills (test_triton_cpu).
 BLOCK_ONLINE_BWD_PAIR = {4: LaunchConfig(4096, 16, 1, per_sm=2, maxnreg=64),
                          2: LaunchConfig(8192, 16, 1, per_sm=2, maxnreg=64)}
 
 
-def block_online_backward_config(whole_sm: LaunchConfig, rows: int, cols: int, dtype: torch.dtype,
+def block_online_backward_config(whole_sm: LaunchConfig, rows: int, cols: int, dtype: torch.dtype, specialized: bool,
                                  device: torch.device) -> LaunchConfig:
     """block_online's backward configuration for `rows` rows of `cols`: BLOCK_ONLINE_BWD_PAIR (its tile at most the
-    row's next power of two, `whole_sm`'s store rule) when the rows fill two programs per SM and two rows per SM fit
-    the L2 budget, so each program takes a row (_block_online_programs); else `whole_sm`, launch_config's one 32-warp
-    program per SM, which is never capped. With fewer rows than two per SM a 32-warp program gives each row the whole
-    SM (not measured against the pair)."""
+    row's next power of two, `whole_sm`'s store rule; 16-bit launches outside the 16-byte specialization,
+    `specialized` False, halve it) when the rows fill two programs per SM and two rows per SM fit the L2 budget, so
+    each program takes a row (_block_online_programs); else `whole_sm`, launch_config's one 32-warp program per SM,
+    which is never capped. With fewer rows than two per SM a 32-warp program gives each row the whole SM (not
+    measured against the pair)."""
     pair = BLOCK_ONLINE_BWD_PAIR[dtype.itemsize]
-    pair = pair._replace(block_n=min(pair.block_n, triton.next_power_of_2(cols)), stream_stores=whole_sm.stream_stores)
+    tile = pair.block_n if specialized or dtype.itemsize == 4 else pair.block_n // 2
+    pair = pair._replace(block_n=min(tile, triton.next_power_of_2(cols)), stream_stores=whole_sm.stream_stores)
     resident = _sm_count(device) * pair.per_sm
     rows_fit = rows >= resident and L2_BUDGET_BYTES // (2 * cols * dtype.itemsize) >= resident
     return pair if rows_fit else whole_sm
@@ -1046,38 +1052,39 @@ def _bucket(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> tuple:
     return t.device, plan, t.dtype, triton.next_power_of_2(rows), triton.next_power_of_2(cols), direction, aligned
 
 
-def _table_config(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> LaunchConfig:
-    """The untimed configuration for `plan` on 2-D t: launch_config's, for split_row its form (split_row_config;
-    `aligned`: the launch moves whole 16-byte units), for block_online's backward its programs per SM
-    (block_online_backward_config)."""
-    config = launch_config(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
+def _table_config(plan: str, t: torch.Tensor, direction: str, alignment: tuple[bool, bool]) -> LaunchConfig:
+    """The untimed configuration for `plan` on 2-D t: launch_config's, for split_row its form (split_row_config),
+    for block_online's backward its programs per SM (block_online_backward_config). `alignment`: the launch's
+    (16-byte specialization, EDGES) (_alignment); either means it moves whole 16-byte units."""
+    units = any(alignment)
+    config = launch_config(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, units)
     if plan == "split_row":
-        return split_row_config(config, t.shape[1], t.dtype, direction, aligned, t.device)
+        return split_row_config(config, t.shape[1], t.dtype, direction, units, t.device)
     if plan == "block_online" and direction == "bwd":
-        return block_online_backward_config(config, *t.shape, t.dtype, t.device)
+        return block_online_backward_config(config, *t.shape, t.dtype, alignment[0], t.device)
     return config
 
 
-def _config_for(plan: str, t: torch.Tensor, direction: str, aligned: bool, launcher) -> LaunchConfig:
-    """The configuration to launch for `plan` on 2-D t: the bucket's tuned pick, timing the candidates on the first
-    call (launcher(config) -> a zero-argument launch)."""
-    key = _bucket(plan, t, direction, aligned)
+def _config_for(plan: str, t: torch.Tensor, direction: str, alignment: tuple[bool, bool], launcher) -> LaunchConfig:
+    """The configuration to launch for `plan` on 2-D t (`alignment` as _table_config's): the bucket's tuned pick,
+    timing the candidates on the first call (launcher(config) -> a zero-argument launch)."""
+    key = _bucket(plan, t, direction, any(alignment))
     if key in _TUNED:
         return _TUNED[key]
-    candidates = candidate_configs(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, aligned)
+    candidates = candidate_configs(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, any(alignment))
     if len(candidates) == 1 or not t.is_cuda or tuning_off() or torch.cuda.is_current_stream_capturing():
-        return _table_config(plan, t, direction, aligned)
+        return _table_config(plan, t, direction, alignment)
     _TUNED[key] = fastest(candidates, launcher, t.device, f"softmax {plan} configuration")
     return _TUNED[key]
 
 
-def kernel_config(t: torch.Tensor, plan: str, direction: str, aligned: bool) -> str:
-    """What runs for `plan` on 2-D t now, as text (the benchmark records it): warps, tile columns, and whether the
-    bucket's warps were tuned."""
-    config = _TUNED.get(_bucket(plan, t, direction, aligned))
+def kernel_config(t: torch.Tensor, plan: str, direction: str, alignment: tuple[bool, bool]) -> str:
+    """What runs for `plan` on 2-D t now (`alignment` as _table_config's), as text (the benchmark records it):
+    warps, tile columns, and whether the bucket's warps were tuned."""
+    config = _TUNED.get(_bucket(plan, t, direction, any(alignment)))
     tuned = config is not None
     if config is None:
-        config = _table_config(plan, t, direction, aligned)
+        config = _table_config(plan, t, direction, alignment)
     hint = f", {config.load_hint} loads" if config.load_hint else ""
     held = ", chunks held" if config.held else ""
     return f"{config.num_warps} warps, {config.block_n}-column tiles{hint}{held}, {'tuned' if tuned else 'table'}"
@@ -1088,7 +1095,7 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
     rows, cols = x2d.shape
     check_plan(plan, rows, cols, x2d.dtype, x2d.device)
     aligned, edges = _alignment(plan, (x2d, y2d), cols)
-    config = _config_for(plan, x2d, "fwd", aligned or edges,
+    config = _config_for(plan, x2d, "fwd", (aligned, edges),
                          lambda c: functools.partial(_launch_forward, x2d, y2d, plan, c, edges))
     _launch_forward(x2d, y2d, plan, config, edges)
 
@@ -1140,21 +1147,16 @@ STREAMING_PLANS = ("block_online", "split_row")
 def _alignment(plan: str, tensors, cols: int) -> tuple[bool, bool]:
     """(rows in the 16-byte specialization, EDGES): EDGES is a streaming plan on rows outside it that share a
     phase. Either way the launch moves whole 16-byte units, and the launch configuration (launch_config's
-    `aligned`) and the tuning bucket key on `aligned or edges` (whole_units)."""
+    `aligned`) and the tuning bucket key on `aligned or edges`."""
     aligned = rows_aligned(tensors, cols)
     return aligned, not aligned and plan in STREAMING_PLANS and rows_share_phase(tensors)
-
-
-def whole_units(plan: str, tensors, cols: int) -> bool:
-    """Whether `plan`'s launch on these operands moves their rows in whole 16-byte units (_alignment)."""
-    return any(_alignment(plan, tensors, cols))
 
 
 def describe_launch(operands, plan: str, direction: str) -> str:
     """What runs for `plan` on these operands ((x,) forward, (y, dy) backward), as the benchmark records it
     (kernel_config)."""
     first = operands[0]
-    return kernel_config(first, plan, direction, whole_units(plan, operands, first.shape[1]))
+    return kernel_config(first, plan, direction, _alignment(plan, operands, first.shape[1]))
 
 
 def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: str) -> None:
@@ -1162,7 +1164,7 @@ def backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, plan: st
     rows, cols = y2d.shape
     check_plan(plan, rows, cols, y2d.dtype, y2d.device)
     aligned, edges = _alignment(plan, (y2d, dy2d, dx2d), cols)
-    config = _config_for(plan, y2d, "bwd", aligned or edges,
+    config = _config_for(plan, y2d, "bwd", (aligned, edges),
                          lambda c: functools.partial(_launch_backward, y2d, dy2d, dx2d, plan, c, edges))
     _launch_backward(y2d, dy2d, dx2d, plan, config, edges)
 
@@ -1268,8 +1270,10 @@ def aot_specs(dtype: torch.dtype):
                                                 (True, True, unaligned_only)):
             config = launch_config(plan, dtype, 1 << 20, "bwd", aligned)
             configs = [config]
-            if plan == "block_online":  # and its two programs per SM
-                configs.append(BLOCK_ONLINE_BWD_PAIR[dtype.itemsize]._replace(stream_stores=config.stream_stores))
+            if plan == "block_online":  # and its two programs per SM (block_online_backward_config)
+                pair = BLOCK_ONLINE_BWD_PAIR[dtype.itemsize]
+                tile = pair.block_n if aligned and not edges or dtype.itemsize == 4 else pair.block_n // 2
+                configs.append(pair._replace(block_n=tile, stream_stores=config.stream_stores))
             for config in configs:
                 consts = {"BLOCK_N": config.block_n, "STAGES": config.stages, **extra,
                           "STREAM_STORES": config.stream_stores, "EDGES": edges}
