@@ -103,6 +103,11 @@ class TritonSoftmaxLaunchConfigTest(unittest.TestCase):
                                                                                  dtype, aligned, CPU), whole_sm)
                     short = triton_softmax.block_online_backward_config(whole_sm, 2 * sms, 100, dtype, aligned, CPU)
                     self.assertEqual(short.block_n, 128)  # the row's next power of two
+                    if aligned:  # EDGES: whole units (streamed stores) outside the 16-byte specialization
+                        edges = triton_softmax.block_online_backward_config(whole_sm, 2 * sms, longest, dtype, False,
+                                                                            CPU)
+                        edges_tile = pair.block_n if dtype.itemsize == 4 else pair.block_n // 2
+                        self.assertEqual(edges, pair._replace(block_n=edges_tile, stream_stores=True))
 
 
 @needs_interpreter
