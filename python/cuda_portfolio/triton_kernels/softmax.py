@@ -850,17 +850,23 @@ BLOCK_ONLINE_BWD_PAIR = {4: LaunchConfig(4096, 16, 1, per_sm=2, maxnreg=64),
                          2: LaunchConfig(8192, 16, 1, per_sm=2, maxnreg=64)}
 
 
-def block_online_backward_config(whole_sm: LaunchConfig, rows: int, cols: int, dtype: torch.dtype, specialized: bool,
-                                 device: torch.device) -> LaunchConfig:
-    """block_online's backward configuration for `rows` rows of `cols`: BLOCK_ONLINE_BWD_PAIR (its tile at most the
-    row's next power of two, `whole_sm`'s store rule; 16-bit launches outside the 16-byte specialization,
-    `specialized` False, halve it) when the rows fill two programs per SM and two rows per SM fit the L2 budget, so
-    each program takes a row (_block_online_programs); else `whole_sm`, launch_config's one 32-warp program per SM,
-    which is never capped. With fewer rows than two per SM a 32-warp program gives each row the whole SM (not
-    measured against the pair)."""
+def _block_online_backward_pair(whole_sm: LaunchConfig, dtype: torch.dtype, specialized: bool) -> LaunchConfig:
+    """BLOCK_ONLINE_BWD_PAIR with `whole_sm`'s store rule; 16-bit launches outside the 16-byte specialization
+    (`specialized` False) halve its tile."""
     pair = BLOCK_ONLINE_BWD_PAIR[dtype.itemsize]
     tile = pair.block_n if specialized or dtype.itemsize == 4 else pair.block_n // 2
-    pair = pair._replace(block_n=min(tile, triton.next_power_of_2(cols)), stream_stores=whole_sm.stream_stores)
+    return pair._replace(block_n=tile, stream_stores=whole_sm.stream_stores)
+
+
+def block_online_backward_config(whole_sm: LaunchConfig, rows: int, cols: int, dtype: torch.dtype, specialized: bool,
+                                 device: torch.device) -> LaunchConfig:
+    """block_online's backward configuration for `rows` rows of `cols`: the pair (_block_online_backward_pair, its
+    tile at most the row's next power of two) when the rows fill two programs per SM and two rows per SM fit the L2
+    budget, so each program takes a row (_block_online_programs); else `whole_sm`, launch_config's one 32-warp
+    program per SM, which is never capped. With fewer rows than two per SM a 32-warp program gives each row the whole
+    SM (not measured against the pair)."""
+    pair = _block_online_backward_pair(whole_sm, dtype, specialized)
+    pair = pair._replace(block_n=min(pair.block_n, triton.next_power_of_2(cols)))
     resident = _sm_count(device) * pair.per_sm
     rows_fit = rows >= resident and L2_BUDGET_BYTES // (2 * cols * dtype.itemsize) >= resident
     return pair if rows_fit else whole_sm
@@ -1271,9 +1277,7 @@ def aot_specs(dtype: torch.dtype):
             config = launch_config(plan, dtype, 1 << 20, "bwd", aligned)
             configs = [config]
             if plan == "block_online":  # and its two programs per SM (block_online_backward_config)
-                pair = BLOCK_ONLINE_BWD_PAIR[dtype.itemsize]
-                tile = pair.block_n if aligned and not edges or dtype.itemsize == 4 else pair.block_n // 2
-                configs.append(pair._replace(block_n=tile, stream_stores=config.stream_stores))
+                configs.append(_block_online_backward_pair(config, dtype, aligned and not edges))
             for config in configs:
                 consts = {"BLOCK_N": config.block_n, "STAGES": config.stages, **extra,
                           "STREAM_STORES": config.stream_stores, "EDGES": edges}
