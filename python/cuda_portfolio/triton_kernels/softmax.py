@@ -207,7 +207,11 @@ def _span_body(start, stop, V: tl.constexpr, EDGES: tl.constexpr):
 @triton.jit
 def _span_edges(start, stop, V: tl.constexpr):
     """(columns, mask) of [start, stop)'s elements outside _span_body: its head [start, body start) in lanes 0..V-1,
-    its tail [max(body stop, body start), stop) in lanes V..2V-1; fewer than V elements each, loaded one by one."""
+    its tail [max(body stop, body start), stop) in lanes V..2V-1; fewer than V elements each, loaded one by one.
+    The first passes (_online_max_sum, _dot_span) load them before their tile loop and reduce them after it: their
+    reduction is a barrier, and before the loop it held every warp for the edge loads' whole round trip at each row.
+    The second passes write them first (a store waits only in the warps that hold edge lanes); after the loop, the
+    values held through it cost fp32 rows 8 bytes of spill at the 64-register cap (ptxas, sm_90a)."""
     body_start = (start + V - 1) // V * V
     tail_start = tl.maximum(stop // V * V, body_start)
     lane = tl.arange(0, 2 * V)
@@ -229,8 +233,9 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, THREADS: tl.const
     exp(-inf) = 0, and a thread or span of only -inf returns (-FLT_MAX, 0), whose 1/0 makes an all -inf row
     NaN in the normalize pass (0 * inf), as torch. NaN in x makes the max (NaN-propagating), then s, NaN; +inf
     makes x - m_new = inf - inf, NaN, as torch.
-    EDGES: the tiles cover the span's whole 16-byte units (_span_body); its head and tail elements are folded
-    first, into a (max, sum) pair merged at the end (before the loop, so the span's bounds are dead in it).
+    EDGES: the tiles cover the span's whole 16-byte units (_span_body); its head and tail elements are loaded before
+    the loop (so the span's bounds are dead in it) and folded after it into a (max, sum) pair merged last
+    (_span_edges).
     """
     V: tl.constexpr = min(BLOCK_N, 128 // x_row.dtype.element_ty.primitive_bitwidth)
     T: tl.constexpr = min(THREADS, BLOCK_N // V)
@@ -239,9 +244,7 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, THREADS: tl.const
     s = tl.zeros([T], tl.float32)
     if EDGES:
         edge_col, edge_mask = _span_edges(start, stop, V)
-        edge_x = tl.load(x_row + edge_col, mask=edge_mask, other=float("-inf")).to(tl.float32)
-        m_edges = _max_nan(tl.reduce(edge_x, 0, _max_nan), -FLT_MAX)
-        s_edges = tl.sum(_exp(edge_x - m_edges), axis=0)
+        edge_x = tl.load(x_row + edge_col, mask=edge_mask, other=float("-inf"))
     body_start, body_stop = _span_body(start, stop, V, EDGES)
     full_stop = body_start + (body_stop - body_start) // BLOCK_N * BLOCK_N
     for tile in range(body_start, full_stop, BLOCK_N):
@@ -254,6 +257,9 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, THREADS: tl.const
     m_all = tl.max(m, axis=0)
     s_all = tl.sum(s * _exp(m - m_all), axis=0)
     if EDGES:
+        edge_x = edge_x.to(tl.float32)
+        m_edges = _max_nan(tl.reduce(edge_x, 0, _max_nan), -FLT_MAX)
+        s_edges = tl.sum(_exp(edge_x - m_edges), axis=0)
         m_new = _max_nan(m_all, m_edges)
         s_all = s_all * _exp(m_all - m_new) + s_edges * _exp(m_edges - m_new)
         m_all = m_new
@@ -283,12 +289,13 @@ def _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_
 def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr, STAGES: tl.constexpr, EDGES: tl.constexpr):
     """sum(y * dy) over [start, stop) in fp32, lane-wise accumulation then one reduction.
     Software-pipelined when STAGES is set (module docstring, "Bytes in flight, backward").
-    EDGES: the head and tail elements one by one, then the tiles over the whole 16-byte units."""
+    EDGES: the tiles over the whole 16-byte units, and the head and tail elements one by one, loaded before the tiles
+    and summed after them (_span_edges)."""
     V: tl.constexpr = 128 // y_row.dtype.element_ty.primitive_bitwidth
     if EDGES:
         edge_col, edge_mask = _span_edges(start, stop, V)
-        edge_y = tl.load(y_row + edge_col, mask=edge_mask, other=0.0).to(tl.float32)
-        edge_dot = tl.sum(edge_y * tl.load(dy_row + edge_col, mask=edge_mask, other=0.0).to(tl.float32), axis=0)
+        edge_y = tl.load(y_row + edge_col, mask=edge_mask, other=0.0)
+        edge_dy = tl.load(dy_row + edge_col, mask=edge_mask, other=0.0)
     body_start, body_stop = _span_body(start, stop, V, EDGES)
     acc = tl.zeros([BLOCK_N], tl.float32)
     for tile in tl.range(body_start, body_stop, BLOCK_N, num_stages=STAGES):
@@ -298,7 +305,7 @@ def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr, STAGES: tl.cons
         dy = tl.load(dy_row + col, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
         acc += y * dy
     if EDGES:
-        return edge_dot + tl.sum(acc, axis=0)
+        return tl.sum(edge_y.to(tl.float32) * edge_dy.to(tl.float32), axis=0) + tl.sum(acc, axis=0)
     else:
         return tl.sum(acc, axis=0)
 
@@ -842,10 +849,12 @@ QUARTER_TILES_MIN_COLS = 16384
 # columns 1.01 against 0.89. Where the L2 budget caps their grid (persistent programs walking rows) they lose: fp32
 # 16384 / 24576 / 32768 columns 0.93 / 0.84 / 0.87 against 1.01 / 1.01 / 0.99, bf16 50257 / 131072 0.62 / 0.65
 # against 0.67 / 0.72 (bf16 32768, capped at 256 programs: 0.94 against 0.91, the one exception). 16-bit rows outside
-# the 16-byte specialization (EDGES, or element by element) take 4096-column tiles: ptxas spills 4 bytes there at
-# 8192, and 4096 measured 1-20% faster at 8 of 10 bf16 / fp16 EDGES cells, even at one, 5% slower at fp16 1024x30001
-# (softmax-triton-abf02b3-block-online-backward-edges.json, 4096x8001 to 1024x30001). Those rows read 0.64-0.78 of
-# copy against the whole-SM program's 0.40-0.62. ptxas, sm_90a: no spills (test_triton_cpu).
+# the 16-byte specialization (EDGES, or element by element) take 4096-column tiles: 4096 measured 1-20% faster at 8
+# of 10 bf16 / fp16 EDGES cells, even at one, 5% slower at fp16 1024x30001 (softmax-triton-abf02b3-block-online-
+# backward-edges.json, 4096x8001 to 1024x30001; 8192 spilled 4 bytes there). With the edges reduced after the tile
+# loop (_span_edges) 8192 compiles without spills and still lost: bf16 4096x8001 / 16001 / 24001 3-7% slower than
+# 4096 (softmax-triton-85c7133-edges-reduced-after-the-loop-compare.txt). Those rows read 0.65-0.80 of copy
+# against the whole-SM program's 0.40-0.62. ptxas, sm_90a: no spills (test_triton_cpu).
 BLOCK_ONLINE_BWD_PAIR = {4: LaunchConfig(4096, 16, 1, per_sm=2, maxnreg=64),
                          2: LaunchConfig(8192, 16, 1, per_sm=2, maxnreg=64)}
 
