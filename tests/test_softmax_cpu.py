@@ -420,6 +420,20 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(4096, 32768, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(sms, 32768, torch.float32, CPU, "bwd"), "block_per_row")  # few rows
         self.assertEqual(triton_softmax.choose_plan(sms + 1, 32768, torch.float32, CPU, "bwd"), "block_online")
+        # rows whose length is not a multiple of 16 (outside the 16-byte specialization) stream past 4096 / 8192 columns
+        for dtype in (torch.bfloat16, torch.float16):
+            for direction in ("fwd", "bwd"):
+                self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU, direction), "split_row")
+                self.assertEqual(triton_softmax.choose_plan(4 * sms, 16001, dtype, CPU, direction), "block_online")
+                self.assertEqual(triton_softmax.choose_plan(sms, 16001, dtype, CPU, direction), "block_per_row")
+                self.assertEqual(triton_softmax.choose_plan(4096, 4095, dtype, CPU, direction), "block_per_row")
+                self.assertEqual(triton_softmax.choose_plan(4096, 16000, dtype, CPU, direction), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 8193, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4096, 16385, torch.float32, CPU), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(4 * sms, 16385, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4096, 8191, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 12001, torch.float32, CPU, "bwd"), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 24001, torch.float32, CPU, "bwd"), "block_online")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "split_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU, "bwd"), "split_row")
         self.assertEqual(triton_softmax.choose_plan(1, 50257, torch.bfloat16, CPU), "split_row")

@@ -957,7 +957,9 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     32768: 1.00 / 0.98 / 0.98 of copy against block_per_row's 0.82 / 0.92 / 0.94; at 16384 columns both read 1.01,
     at 8192 block_online 0.89; 16-bit rows keep block_per_row, 0.98-1.01 against 0.72-0.92) when there are more rows
     than SMs (softmax-triton-9f89a05-block-online-backward-few-rows.json, 32768 columns: at 32 / 132 rows
-    block_online 0.41 / 0.70 against 0.44 / 0.76, at 264 / 1024 rows 0.75 / 0.89 against 0.73 / 0.77)."""
+    block_online 0.41 / 0.70 against 0.44 / 0.76, at 264 / 1024 rows 0.75 / 0.89 against 0.73 / 0.77). Rows whose
+    length is not a multiple of 16 take a streaming plan past 4096 (16-bit) or 8192 (fp32 forward) columns
+    (_edges_plan)."""
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
@@ -965,9 +967,47 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
                           and rows > HELD_QUARTER_FWD.per_sm * _sm_count(device))
     if cols > BLOCK_PER_ROW_MAX_COLS or quarter_tiles_pay:
         return "split_row"
+    if cols % 16:
+        streaming = _edges_plan(rows, cols, dtype, direction, _sm_count(device))
+        if streaming:
+            return streaming
     fp32_long_backward = (dtype == torch.float32 and direction == "bwd" and cols > BLOCK_PER_ROW_MAX_COLS // 2
                           and rows > _sm_count(device))
     return "block_online" if fp32_long_backward else "block_per_row"
+
+
+EDGES_STREAM_MIN_COLS = {2: 4096, 4: 8192}  # rows not a multiple of 16 longer than this stream (_edges_plan)
+
+
+def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: int) -> str | None:
+    """choose_plan's pick for rows of at most BLOCK_PER_ROW_MAX_COLS whose length is not a multiple of 16, or None for
+    its usual one. Such rows never run in the 16-byte specialization (rows_aligned), and block_per_row has no EDGES
+    form, so it moves them element by element; the streaming plans keep 16-byte loads (EDGES). Measured on the H200 in
+    one process (results/h200/experiments/softmax-126dd9e-edges-plans.json, each plan forced, ratio to copy
+    forward / backward; perf log, "Session 48"):
+    - 16-bit rows past 4096 columns, more than 4 per SM: split_row. bf16 4096 rows of 8001 / 12001 / 16001 columns
+      0.73 / 0.67 / 0.78 and 0.83 / 0.80 / 0.88 against block_per_row's 0.63 / 0.41 / 0.44 and 0.77 / 0.58 / 0.61;
+      backward 4096x24001 / 32001 0.88 / 0.88 against 0.52 / 0.51; 1024x16001 0.62 / 0.73 against 0.40 / 0.58. At
+      4001 columns block_per_row wins (0.72 / 0.81 against 0.56 / 0.66); the bound is its tile's (4096 columns).
+    - 16-bit rows past 4096 columns, more than one per SM and at most 4: block_online. 264x24001 0.63 / 0.64 against
+      split_row's 0.48 / 0.56 and block_per_row's 0.29 / 0.44 (where between 264 and 1024 rows split_row starts to
+      win is not measured). At 132 rows (one per SM) block_per_row stays: 0.35 / 0.49, block_online 0.36 / 0.44, split_row
+      0.27 / 0.38.
+    - fp32 forward rows past 8192 columns: split_row past 16384 columns with more than 4 rows per SM (4096x24001 /
+      32001 0.86 / 0.87 against block_per_row's 0.73 / 0.81), else block_online with more rows than SMs (4096x12001 /
+      16001 0.94 / 0.84 against 0.68 / 0.77; 1024x16001 0.79 against 0.70; 264x24001 0.69 against 0.59). At 8001
+      columns block_per_row reads 0.92, block_online 0.95 (kept).
+    The fp32 backward keeps its rule: block_per_row reads 0.94-1.01 at 4096 rows of 4001-16001 columns (12001, 0.82
+    against split_row's 0.91, is the exception, not understood), block_online past 16384 columns. fp16 is not in the
+    sweep; it follows bf16, as at every other measured bound."""
+    many = rows > 4 * sms
+    if rows <= sms or cols <= EDGES_STREAM_MIN_COLS[dtype.itemsize]:
+        return None
+    if dtype.itemsize == 2:
+        return "split_row" if many else "block_online"
+    if direction == "fwd":
+        return "split_row" if many and cols > BLOCK_PER_ROW_MAX_COLS // 2 else "block_online"
+    return None
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
