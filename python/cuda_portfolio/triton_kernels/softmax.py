@@ -991,12 +991,12 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
       4001 columns block_per_row wins (0.72 / 0.81 against 0.56 / 0.66); the bound is its tile's (4096 columns).
     - 16-bit rows past 4096 columns, more than one per SM and at most 4: block_online. 264x24001 0.63 / 0.64 against
       split_row's 0.48 / 0.56 and block_per_row's 0.29 / 0.44 (where between 264 and 1024 rows split_row starts to
-      win is not measured). At 132 rows (one per SM) block_per_row stays: 0.35 / 0.49, block_online 0.36 / 0.44, split_row
-      0.27 / 0.38.
+      win is not measured). At 132 rows (one per SM) block_per_row stays: 0.35 / 0.49, block_online 0.36 / 0.44,
+      split_row 0.27 / 0.38.
     - fp32 forward rows past 8192 columns: split_row past 16384 columns with more than 4 rows per SM (4096x24001 /
       32001 0.86 / 0.87 against block_per_row's 0.73 / 0.81), else block_online with more rows than SMs (4096x12001 /
       16001 0.94 / 0.84 against 0.68 / 0.77; 1024x16001 0.79 against 0.70; 264x24001 0.69 against 0.59). At 8001
-      columns block_per_row reads 0.92, block_online 0.95 (kept).
+      columns block_per_row (kept) reads 0.92, block_online 0.95.
     The fp32 backward keeps its rule: block_per_row reads 0.94-1.01 at 4096 rows of 4001-16001 columns (12001, 0.82
     against split_row's 0.91, is the exception, not understood), block_online past 16384 columns. fp16 is not in the
     sweep; it follows bf16, as at every other measured bound."""
