@@ -997,8 +997,10 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
       32001 0.86 / 0.87 against block_per_row's 0.73 / 0.81), else block_online with more rows than SMs (4096x12001 /
       16001 0.94 / 0.84 against 0.68 / 0.77; 1024x16001 0.79 against 0.70; 264x24001 0.69 against 0.59). At 8001
       columns block_per_row (kept) reads 0.92, block_online 0.95.
-    The fp32 backward keeps its rule: block_per_row reads 0.94-1.01 at 4096 rows of 4001-16001 columns (12001, 0.82
-    against split_row's 0.91, is the exception, not understood), block_online past 16384 columns. fp16 is not in the
+    The fp32 backward keeps its rule: block_per_row reads 0.94-1.01 at 4096 rows of 4001-16001 columns, block_online
+    past 16384 columns. The exception, 12001 columns (0.82 against split_row's 0.91), is likely block_per_row's tile
+    (launch_config): a program sized for next_power_of_2(cols) = 16384 columns, 27% of its lanes masked; not
+    measured at an aligned 12000. fp16 is not in the
     sweep; it follows bf16, as at every other measured bound."""
     many = rows > 4 * sms
     if rows <= sms or cols <= EDGES_STREAM_MIN_COLS[dtype.itemsize]:
