@@ -967,10 +967,9 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
                           and rows > HELD_QUARTER_FWD.per_sm * _sm_count(device))
     if cols > BLOCK_PER_ROW_MAX_COLS or quarter_tiles_pay:
         return "split_row"
-    if cols % 16:
-        streaming = _edges_plan(rows, cols, dtype, direction, _sm_count(device))
-        if streaming:
-            return streaming
+    streaming = _edges_plan(rows, cols, dtype, direction, _sm_count(device)) if cols % 16 else None
+    if streaming:
+        return streaming
     fp32_long_backward = (dtype == torch.float32 and direction == "bwd" and cols > BLOCK_PER_ROW_MAX_COLS // 2
                           and rows > _sm_count(device))
     return "block_online" if fp32_long_backward else "block_per_row"
@@ -1000,11 +999,11 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     The fp32 backward keeps its rule: block_per_row reads 0.94-1.01 at 4096 rows of 4001-16001 columns, block_online
     past 16384 columns. The exception, 12001 columns (0.82 against split_row's 0.91), is likely block_per_row's tile
     (launch_config): a program sized for next_power_of_2(cols) = 16384 columns, 27% of its lanes masked; not
-    measured at an aligned 12000 (aligned bf16 4096x24576, a 75% filled tile, read 0.99 backward, fp32 0.82). fp16 is not in the
-    sweep; it follows bf16, as at every other measured bound."""
-    many = rows > 4 * sms
+    measured at an aligned 12000 (aligned bf16 4096x24576, a 75% filled tile, read 0.99 backward, fp32 0.82). fp16
+    is not in the sweep; it follows bf16, as at every other measured bound."""
     if rows <= sms or cols <= EDGES_STREAM_MIN_COLS[dtype.itemsize]:
         return None
+    many = rows > 4 * sms
     if dtype.itemsize == 2:
         return "split_row" if many else "block_online"
     if direction == "fwd":
