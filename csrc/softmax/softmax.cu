@@ -102,6 +102,11 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 //   fewer than 12 rows per SM (1024x131072: split_row 0.81x, cluster 0.73x); split_row below 2 rows
 //   per SM.
 // Off Hopper (no cluster plan) fp32 keeps block_per_row / block_online with enough rows.
+// 16-bit backward rows of 6801-16384 columns that are not whole 16-byte units, with more rows than
+// SMs, take split_row: block_per_row's backward reads 0.54-0.62x copy there against split_row's
+// 0.71-0.93x (bf16 4096x8001 / 12001 / 16001, 1024x16001, 512x16001; forward block_per_row stays
+// best; results/h200/experiments/softmax-cuda-c2bac0f-unaligned-16bit-bwd-split-row-*). At 6001 columns
+// block_per_row still wins (0.65x against 0.59x); 6800 is the crossover interpolated between the two.
 SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t cols, int device,
                                 SoftmaxDirection direction) {
   const std::int64_t sms = sm_count(device);
@@ -114,6 +119,9 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
     if (past_half && (!forward || dtype == DType::F32)) return SoftmaxPlan::BlockPerRow;
     return SoftmaxPlan::WarpPerRow;
   }
+  const bool whole_units = cols * static_cast<std::int64_t>(dtype_size(dtype)) % 16 == 0;
+  if (!forward && dtype != DType::F32 && !whole_units && cols > 6800 && cols <= 16384 && rows > sms)
+    return SoftmaxPlan::SplitRow;
   if (cols <= 16384 && rows >= sms) return SoftmaxPlan::BlockPerRow;
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (softmax_detail::split_row_streams(dtype, cols, device)) {
