@@ -997,10 +997,11 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
       16001 0.94 / 0.84 against 0.68 / 0.77; 1024x16001 0.79 against 0.70; 264x24001 0.69 against 0.59). At 8001
       columns block_per_row (kept) reads 0.92, block_online 0.95.
     The fp32 backward keeps its rule: block_per_row reads 0.94-1.01 at 4096 rows of 4001-16001 columns, block_online
-    past 16384 columns. The exception, 12001 columns (0.82 against split_row's 0.91), is likely block_per_row's tile
-    (launch_config): a program sized for next_power_of_2(cols) = 16384 columns, 27% of its lanes masked; not
-    measured at an aligned 12000 (aligned bf16 4096x24576, a 75% filled tile, read 0.99 backward, fp32 0.82). fp16
-    is not in the sweep; it follows bf16, as at every other measured bound."""
+    past 16384 columns. The exception is rows of 10001-14001 columns (4096x12001: 0.81 against split_row's 0.91;
+    results/h200/experiments/softmax-8d6e230-triton-fp32-bwd-near-12001.json). Not its power-of-two tile: an
+    aligned 4096x12000 reads 1.02 in the same tile. It is the per-element path, which a rule for that band would
+    only route around (docs/next/triton-block-per-row-edges.patch gives block_per_row EDGES instead). fp16 is not
+    in the sweep; it follows bf16, as at every other measured bound."""
     if rows <= sms or cols <= EDGES_STREAM_MIN_COLS[dtype.itemsize]:
         return None
     many = rows > 4 * sms
