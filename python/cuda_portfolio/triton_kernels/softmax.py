@@ -999,9 +999,9 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     The fp32 backward keeps its rule: block_per_row reads 0.94-1.01 at 4096 rows of 4001-16001 columns, block_online
     past 16384 columns. The exception is rows of 10001-14001 columns (4096x12001: 0.81 against split_row's 0.91;
     results/h200/experiments/softmax-8d6e230-triton-fp32-bwd-near-12001.json). Not its power-of-two tile: an
-    aligned 4096x12000 reads 1.02 in the same tile. It is the per-element path, which a rule for that band would
-    only route around (docs/next/triton-block-per-row-edges.patch gives block_per_row EDGES instead). fp16 is not
-    in the sweep; it follows bf16, as at every other measured bound."""
+    aligned 4096x12000 reads 1.02 in the same tile, so what differs is the per-element path (why it costs only this
+    band is not known). A rule for the band would route around it; docs/next/triton-block-per-row-edges.patch gives
+    block_per_row EDGES instead. fp16 is not in the sweep; it follows bf16, as at every other measured bound."""
     if rows <= sms or cols <= EDGES_STREAM_MIN_COLS[dtype.itemsize]:
         return None
     many = rows > 4 * sms
