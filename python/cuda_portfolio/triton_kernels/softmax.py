@@ -967,7 +967,7 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
                           and rows > HELD_QUARTER_FWD.per_sm * _sm_count(device))
     if cols > BLOCK_PER_ROW_MAX_COLS or quarter_tiles_pay:
         return "split_row"
-    streaming = _edges_plan(rows, cols, dtype, direction, _sm_count(device)) if cols % 16 else None
+    streaming = _edges_plan(rows, cols, dtype, direction, _sm_count(device))
     if streaming:
         return streaming
     fp32_long_backward = (dtype == torch.float32 and direction == "bwd" and cols > BLOCK_PER_ROW_MAX_COLS // 2
@@ -1002,7 +1002,7 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     aligned 4096x12000 reads 1.02 in the same tile, so what differs is the per-element path (why it costs only this
     band is not known). A rule for the band would route around it; docs/next/triton-block-per-row-edges.patch gives
     block_per_row EDGES instead. fp16 is not in the sweep; it follows bf16, as at every other measured bound."""
-    if rows <= sms or cols <= EDGES_STREAM_MIN_COLS[dtype.itemsize]:
+    if cols % 16 == 0 or rows <= sms or cols <= EDGES_STREAM_MIN_COLS[dtype.itemsize]:
         return None
     many = rows > 4 * sms
     if dtype.itemsize == 2:
