@@ -54,11 +54,12 @@ class SoftmaxGpuTest(GpuTestCase):
                 for dtype in (torch.float32, torch.bfloat16):
                     with self.subTest(plan=plan, dtype=dtype):
                         self.check_direct(module, plan, rows, cols, dtype)
+                        x = torch.empty(rows, cols, device="cuda", dtype=dtype)
+                        units = any(module._alignment(plan, (x,), cols))  # block_per_row's EDGES moves whole units
                         for direction in ("fwd", "bwd"):
-                            x = torch.empty(rows, cols, device="cuda", dtype=dtype)
-                            picked = module._TUNED[module._bucket(plan, x, direction, False)]
+                            picked = module._TUNED[module._bucket(plan, x, direction, units)]
                             self.assertIn(picked, module.candidate_configs(plan, dtype, triton.next_power_of_2(cols),
-                                                                           direction, False))
+                                                                           direction, units))
                             text = module.kernel_config(x, plan, direction, (False, False))
                             self.assertTrue(text.endswith(", tuned"), text)
                         self.check_direct(module, plan, rows, cols, dtype)  # the picks, again
@@ -70,11 +71,11 @@ class SoftmaxGpuTest(GpuTestCase):
         for plan, rows, cols in (("warp_per_row", 37, 1000), ("block_per_row", 37, 5000), ("block_per_row", 5, 32768)):
             for dtype in (torch.float32, torch.bfloat16):
                 x = torch.empty(rows, cols, device="cuda", dtype=dtype)
-                aligned = module.rows_aligned((x,), cols)
-                picks = {d: module.candidate_configs(plan, dtype, triton.next_power_of_2(cols), d, aligned)
+                units = any(module._alignment(plan, (x,), cols))
+                picks = {d: module.candidate_configs(plan, dtype, triton.next_power_of_2(cols), d, units)
                          for d in ("fwd", "bwd")}
                 for i in range(max(map(len, picks.values()))):
-                    pinned = {module._bucket(plan, x, d, aligned): c[min(i, len(c) - 1)] for d, c in picks.items()}
+                    pinned = {module._bucket(plan, x, d, units): c[min(i, len(c) - 1)] for d, c in picks.items()}
                     with self.subTest(plan=plan, dtype=dtype, cols=cols, configs=list(pinned.values())), \
                             mock.patch.dict(module._TUNED, pinned):
                         self.check_direct(module, plan, rows, cols, dtype)

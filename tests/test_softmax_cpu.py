@@ -340,25 +340,26 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                     self.assertTrue(y_store[:, :3].isnan().all() and y_store[:, 133:].isnan().all(),
                                     "wrote outside the output rows")
 
-    def test_streaming_plans_move_whole_units_of_rows_that_share_a_phase(self):
+    def test_edges_plans_move_whole_units_of_rows_that_share_a_phase(self):
         """Rows outside Triton's 16-byte specialization whose operands start each row at the same offset from a
-        16-byte boundary run with EDGES (whole units, then head and tail elements): every row length and phase, row
-        strides that differ by whole units, nothing written outside the rows (split_row in both its forms). Rows out
-        of phase run without it."""
+        16-byte boundary run with EDGES (whole units, then head and tail elements) in block_per_row and the streaming
+        plans: every row length and phase, row strides that differ by whole units, nothing written outside the rows
+        (split_row in both its forms). Rows out of phase run without it, and warp_per_row never has it."""
         for dtype in DTYPES:
             unit = 16 // dtype.itemsize
             for cols in (1, 3, unit - 1, unit + 1, 2 * unit + 3, 1025):
                 with self.subTest(dtype=dtype, cols=cols):
                     contiguous = (torch.empty(5, cols, dtype=dtype),)
                     self.assertTrue(triton_softmax._alignment("block_online", contiguous, cols)[1])
-                    for plan in triton_softmax.STREAMING_PLANS:
+                    for plan in triton_softmax.EDGES_PLANS:
                         self.check_plan(plan, 5, cols, dtype)  # contiguous: row r starts r * cols % unit in
                     x = (torch.randn(5, cols + unit) * 3).to(dtype)[:, :cols]  # stride cols + unit: same phase
                     y_store = torch.full((5, cols + 2 * unit), float("nan"), dtype=dtype)
                     y = y_store[:, :cols]
                     self.assertTrue(triton_softmax._alignment("split_row", (x, y), cols)[1])
-                    for plan, form in (("block_online", "streamed"), ("split_row", "held"), ("split_row", "streamed")):
-                        with split_row_forced(form):  # no-op for block_online
+                    for plan, form in (("block_per_row", "streamed"), ("block_online", "streamed"),
+                                       ("split_row", "held"), ("split_row", "streamed")):
+                        with split_row_forced(form):  # no-op for block_per_row and block_online
                             y_store.fill_(float("nan"))
                             triton_softmax.forward(x, y, plan)
                         self.assertLessEqual(relative_error(y, torch.softmax(x.double(), -1)), TOLERANCE[dtype])
@@ -366,7 +367,7 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                     out_of_phase = torch.randn(5, cols + 1).to(dtype)[:, :cols]
                     edges = triton_softmax._alignment("split_row", (out_of_phase, y), cols)[1]
                     self.assertEqual(edges, cols % unit == 0)
-        self.assertFalse(triton_softmax._alignment("block_per_row", (torch.empty(5, 7),), 7)[1])
+        self.assertFalse(triton_softmax._alignment("warp_per_row", (torch.empty(5, 7),), 7)[1])
 
     def test_span_body_and_edges_cover_every_element_once(self):
         @triton.jit

@@ -57,13 +57,15 @@ the pipeline: 32 warps per SM in one or two programs, each thread loading 16 or 
 (launch_config, block_online_backward_config).
 
 Rows outside Triton's 16-byte specialization (`rows_aligned`; any row length not a multiple of 16, such as 50257)
-would move one element per access. The streaming plans avoid that when every operand's rows start the same number
-of elements past a 16-byte boundary (`rows_share_phase`, true for contiguous tensors): with EDGES each row is
-addressed from its start rounded down to a unit, the tiles cover its whole 16-byte units, and the fewer than 16
-bytes at each end go element by element beside them (_span_body, _span_edges). Those launches take the 16-byte
-rows' configuration, pipelined backward included (2048x50257 bf16 0.54 / 0.53 -> 0.72 / 0.69 of copy, perf log
-session 21). Rows out of phase keep the per-element path and the unpipelined backward: fp32 ones would pipeline
-as 4-byte copies, which measured slower (fb4210d), and 16-bit ones cannot use async copies at all.
+would move one element per access. block_per_row and the streaming plans avoid that when every operand's rows start
+the same number of elements past a 16-byte boundary (`rows_share_phase`, true for contiguous tensors): with EDGES
+each row is addressed from its start rounded down to a unit, the tiles cover its whole 16-byte units, and the fewer
+than 16 bytes at each end go element by element beside them (_span_body, _span_edges). Those launches take the
+16-byte rows' configuration, pipelined backward included (2048x50257 bf16 0.54 / 0.53 -> 0.72 / 0.69 of copy, perf
+log session 21). block_per_row holds such a row as split_row holds a chunk (_load_held: 16-bit rows as words of two
+elements), and its persistent 16-bit forward takes rows in turn without loading the next one ahead. Rows out of
+phase keep the per-element path and the unpipelined backward: fp32 ones would pipeline as 4-byte copies, which
+measured slower (fb4210d), and 16-bit ones cannot use async copies at all.
 (The forward's loss was put down to the pipeline's one program per SM, not to that one-exponential update.)
 
 Exponentials are one MUFU.EX2 each (_exp, INLINE_PTX). The forward's first pass (_online_max_sum, both streaming
@@ -363,34 +365,55 @@ def softmax_bwd_warp_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 
 @triton.jit
 def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
-                                     PREFETCH: tl.constexpr, LOAD_HINT: tl.constexpr):
-    col = tl.arange(0, BLOCK_N)
-    mask = col < cols
+                                     PREFETCH: tl.constexpr, LOAD_HINT: tl.constexpr, EDGES: tl.constexpr):
     first = tl.program_id(0).to(tl.int64)
-    x = tl.load(x_ptr + first * x_row_stride + col, mask=mask, other=float("-inf"), eviction_policy=LOAD_HINT)
-    if PREFETCH:  # persistent grid: the next row's loads are in flight while this row is reduced and written
+    HELD_N: tl.constexpr = max(BLOCK_N, 16)  # _load_held's words: at least one whole unit of any dtype
+    if EDGES:  # each row held as split_row holds a chunk; on the persistent grid rows in turn, without the prefetch
         for row in range(first, rows, tl.num_programs(0)):
-            next_row = row + tl.num_programs(0)
-            x_next = tl.load(x_ptr + next_row * x_row_stride + col, mask=mask & (next_row < rows),
-                             other=float("-inf"), eviction_policy=LOAD_HINT)
-            tl.store(y_ptr + row * y_row_stride + col, _softmax_tile(x.to(tl.float32)).to(y_ptr.dtype.element_ty),
-                     mask=mask)
-            x = x_next
+            phase = _row_phase(row * x_row_stride, x_ptr, EDGES)
+            x, x_edges = _load_held(_row_frame(x_ptr, row * x_row_stride, phase, EDGES), phase, phase + cols,
+                                    float("-inf"), HELD_N, EDGES)
+            row_max, row_sum = _held_max_sum(x, x_edges, x_ptr.dtype.element_ty)
+            _normalize_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES), phase, phase + cols, x, x_edges,
+                            row_max, 1.0 / row_sum, HELD_N, EDGES)
     else:
-        tl.store(y_ptr + first * y_row_stride + col, _softmax_tile(x.to(tl.float32)).to(y_ptr.dtype.element_ty),
-                 mask=mask)
+        col = tl.arange(0, BLOCK_N)
+        mask = col < cols
+        x = tl.load(x_ptr + first * x_row_stride + col, mask=mask, other=float("-inf"), eviction_policy=LOAD_HINT)
+        if PREFETCH:  # persistent grid: the next row's loads are in flight while this row is reduced and written
+            for row in range(first, rows, tl.num_programs(0)):
+                next_row = row + tl.num_programs(0)
+                x_next = tl.load(x_ptr + next_row * x_row_stride + col, mask=mask & (next_row < rows),
+                                 other=float("-inf"), eviction_policy=LOAD_HINT)
+                tl.store(y_ptr + row * y_row_stride + col,
+                         _softmax_tile(x.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=mask)
+                x = x_next
+        else:
+            tl.store(y_ptr + first * y_row_stride + col, _softmax_tile(x.to(tl.float32)).to(y_ptr.dtype.element_ty),
+                     mask=mask)
 
 
 @triton.jit
 def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, dy_row_stride, dx_row_stride,
-                                     BLOCK_N: tl.constexpr):
+                                     BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
-    col = tl.arange(0, BLOCK_N)
-    mask = col < cols
-    y = tl.load(y_ptr + row * y_row_stride + col, mask=mask, other=0.0)
-    dy = tl.load(dy_ptr + row * dy_row_stride + col, mask=mask, other=0.0)
-    dx = _softmax_grad_tile(y.to(tl.float32), dy.to(tl.float32))
-    tl.store(dx_ptr + row * dx_row_stride + col, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    HELD_N: tl.constexpr = max(BLOCK_N, 16)  # _load_held's words: at least one whole unit of any dtype
+    if EDGES:  # the row held as split_row holds a chunk: whole 16-byte units, head and tail elements beside them
+        phase = _row_phase(row * y_row_stride, y_ptr, EDGES)
+        y, y_edges = _load_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES), phase, phase + cols, 0.0,
+                                HELD_N, EDGES)
+        dy, dy_edges = _load_held(_row_frame(dy_ptr, row * dy_row_stride, phase, EDGES), phase, phase + cols, 0.0,
+                                  HELD_N, EDGES)
+        dot = _held_dot(y, dy, y_ptr.dtype.element_ty) + tl.sum(y_edges * dy_edges, axis=0)
+        _grad_held(_row_frame(dx_ptr, row * dx_row_stride, phase, EDGES), phase, phase + cols, y, dy, y_edges,
+                   dy_edges, dot, HELD_N, EDGES)
+    else:
+        col = tl.arange(0, BLOCK_N)
+        mask = col < cols
+        y = tl.load(y_ptr + row * y_row_stride + col, mask=mask, other=0.0)
+        dy = tl.load(dy_ptr + row * dy_row_stride + col, mask=mask, other=0.0)
+        dx = _softmax_grad_tile(y.to(tl.float32), dy.to(tl.float32))
+        tl.store(dx_ptr + row * dx_row_stride + col, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 # ----------------------------------------------------------------------------- block_online
@@ -980,10 +1003,10 @@ EDGES_STREAM_MIN_COLS = {2: 4096, 4: 8192}  # rows not a multiple of 16 longer t
 
 def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: int) -> str | None:
     """choose_plan's pick for rows of at most BLOCK_PER_ROW_MAX_COLS whose length is not a multiple of 16, or None for
-    its usual one. Such rows never run in the 16-byte specialization (rows_aligned), and block_per_row has no EDGES
-    form, so it moves them element by element; the streaming plans keep 16-byte loads (EDGES). Measured on the H200 in
-    one process (results/h200/experiments/softmax-126dd9e-edges-plans.json, each plan forced, ratio to copy
-    forward / backward; perf log, "Session 48"):
+    its usual one. Such rows never run in the 16-byte specialization (rows_aligned). The sweep below predates
+    block_per_row's EDGES form: block_per_row moved them element by element, while the streaming plans kept 16-byte
+    loads (EDGES). Measured on the H200 in one process (results/h200/experiments/softmax-126dd9e-edges-plans.json,
+    each plan forced, ratio to copy forward / backward; perf log, "Session 48"):
     - 16-bit rows past 4096 columns, more than 4 per SM: split_row. bf16 4096 rows of 8001 / 12001 / 16001 columns
       0.73 / 0.67 / 0.78 and 0.83 / 0.80 / 0.88 against block_per_row's 0.63 / 0.41 / 0.44 and 0.77 / 0.58 / 0.61;
       backward 4096x24001 / 32001 0.88 / 0.88 against 0.52 / 0.51; 1024x16001 0.62 / 0.73 against 0.40 / 0.58. At
@@ -1167,7 +1190,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
     elif plan == "block_per_row":
         grid = (_persistent_programs(rows, config, x2d.device, 0) if config.prefetch else rows,)
         softmax_fwd_block_per_row_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
-                                               PREFETCH=config.prefetch, LOAD_HINT=config.load_hint,
+                                               PREFETCH=config.prefetch, LOAD_HINT=config.load_hint, EDGES=edges,
                                                num_warps=config.num_warps)
     elif plan == "block_online":
         grid = (_block_online_programs(rows, config, x2d.device, cols * x2d.element_size()),)
@@ -1198,7 +1221,7 @@ def rows_share_phase(tensors) -> bool:
     return all(t.data_ptr() % 16 == 0 for t in tensors) and len({t.stride(0) % unit for t in tensors}) == 1
 
 
-STREAMING_PLANS = ("block_online", "split_row")
+EDGES_PLANS = ("block_per_row", "block_online", "split_row")
 
 
 def _alignment(plan: str, tensors, cols: int) -> tuple[bool, bool]:
@@ -1206,7 +1229,7 @@ def _alignment(plan: str, tensors, cols: int) -> tuple[bool, bool]:
     phase. Either way the launch moves whole 16-byte units, and the launch configuration (launch_config's
     `aligned`) and the tuning bucket key on `aligned or edges`."""
     aligned = rows_aligned(tensors, cols)
-    return aligned, not aligned and plan in STREAMING_PLANS and rows_share_phase(tensors)
+    return aligned, not aligned and plan in EDGES_PLANS and rows_share_phase(tensors)
 
 
 def describe_launch(operands, plan: str, direction: str) -> str:
@@ -1236,7 +1259,7 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
             num_warps=config.num_warps)
     elif plan == "block_per_row":
         softmax_bwd_block_per_row_kernel[(rows,)](y2d, dy2d, dx2d, cols, *strides, BLOCK_N=config.block_n,
-                                               num_warps=config.num_warps)
+                                               EDGES=edges, num_warps=config.num_warps)
     elif plan == "block_online":
         grid = (_block_online_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
         softmax_bwd_block_online_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
@@ -1286,15 +1309,19 @@ def aot_specs(dtype: torch.dtype):
             fn = softmax_fwd_warp_per_row_kernel if direction == "fwd" else softmax_bwd_warp_per_row_kernel
             entries.append((fn.__name__, fn, fwd if direction == "fwd" else bwd,
                             {"ROWS": config.rows, "BLOCK_N": config.block_n}, config, both))
+        # block_per_row: EDGES=False in both specializations, EDGES=True in the unaligned one (as the streaming
+        # kernels below).
         for cols_p2 in (8192, BLOCK_PER_ROW_MAX_COLS):
             for config in candidate_configs("block_per_row", dtype, cols_p2, direction, True):
-                if direction == "fwd":
-                    entries.append(("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
-                                    {"BLOCK_N": config.block_n, "PREFETCH": config.prefetch,
-                                     "LOAD_HINT": config.load_hint}, config, both))
-                else:
-                    entries.append(("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel,
-                                    without_rows(bwd), {"BLOCK_N": config.block_n}, config, both))
+                for edges, specializations in ((False, both), (True, unaligned_only)):
+                    if direction == "fwd":
+                        entries.append(("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
+                                        {"BLOCK_N": config.block_n, "PREFETCH": config.prefetch,
+                                         "LOAD_HINT": config.load_hint, "EDGES": edges}, config, specializations))
+                    else:
+                        entries.append(("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel,
+                                        without_rows(bwd), {"BLOCK_N": config.block_n, "EDGES": edges}, config,
+                                        specializations))
     # The streaming kernels: EDGES=False in both specializations (unaligned: rows that do not share a phase), and
     # EDGES=True in the unaligned one, the only one it launches in, with the configuration of 16-byte rows.
     for edges, specializations in ((False, both), (True, unaligned_only)):
