@@ -55,12 +55,13 @@ class SoftmaxGpuTest(GpuTestCase):
                     with self.subTest(plan=plan, dtype=dtype):
                         self.check_direct(module, plan, rows, cols, dtype)
                         x = torch.empty(rows, cols, device="cuda", dtype=dtype)
-                        units = any(module._alignment(plan, (x,), cols))  # block_per_row's EDGES moves whole units
+                        alignment = module._alignment(plan, (x,), cols)  # block_per_row's EDGES moves whole units
+                        units = any(alignment)
                         for direction in ("fwd", "bwd"):
                             picked = module._TUNED[module._bucket(plan, x, direction, units)]
                             self.assertIn(picked, module.candidate_configs(plan, dtype, triton.next_power_of_2(cols),
                                                                            direction, units))
-                            text = module.kernel_config(x, plan, direction, (False, False))
+                            text = module.kernel_config(x, plan, direction, alignment)
                             self.assertTrue(text.endswith(", tuned"), text)
                         self.check_direct(module, plan, rows, cols, dtype)  # the picks, again
 

@@ -421,18 +421,34 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(4096, 32768, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(sms, 32768, torch.float32, CPU, "bwd"), "block_per_row")  # few rows
         self.assertEqual(triton_softmax.choose_plan(sms + 1, 32768, torch.float32, CPU, "bwd"), "block_online")
-        # rows whose length is not a multiple of 16 (outside the 16-byte specialization) stream past 4096 / 8192 columns
+        # rows whose length is not a multiple of 16 (outside the 16-byte specialization) past 4096 columns (_edges_plan)
         for dtype in (torch.bfloat16, torch.float16):
             for direction in ("fwd", "bwd"):
-                self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU, direction), "split_row")
                 self.assertEqual(triton_softmax.choose_plan(4 * sms, 16001, dtype, CPU, direction), "block_online")
                 self.assertEqual(triton_softmax.choose_plan(sms, 16001, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 4095, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 16000, dtype, CPU, direction), "block_per_row")
-        self.assertEqual(triton_softmax.choose_plan(4096, 8193, torch.float32, CPU), "block_online")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU), "split_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU), "block_online")
+            # backward: split_row only where block_per_row's 16384-column tile is less than 3/4 used
+            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU, "bwd"), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU, "bwd"), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4096, 8191, dtype, CPU, "bwd"), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4096, 8193, dtype, CPU, "bwd"), "split_row")
+            self.assertEqual(triton_softmax.choose_plan(4096, 12287, dtype, CPU, "bwd"), "split_row")
+            self.assertEqual(triton_softmax.choose_plan(4096, 12289, dtype, CPU, "bwd"), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4096, 24001, dtype, CPU, "bwd"), "block_per_row")
+        # fp32 forward: a streaming plan unless the row fills 3/4 of block_per_row's tile past 8192 columns
+        self.assertEqual(triton_softmax.choose_plan(4096, 4095, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 4097, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4096, 8191, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4096, 12287, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4096, 12289, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 16385, torch.float32, CPU), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 24575, torch.float32, CPU), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 24577, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(4 * sms, 16385, torch.float32, CPU), "block_online")
-        self.assertEqual(triton_softmax.choose_plan(4096, 8191, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(sms, 8191, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 12001, torch.float32, CPU, "bwd"), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 24001, torch.float32, CPU, "bwd"), "block_online")
         self.assertEqual(triton_softmax.choose_plan(2048, 50257, torch.bfloat16, CPU), "split_row")

@@ -981,8 +981,7 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     at 8192 block_online 0.89; 16-bit rows keep block_per_row, 0.98-1.01 against 0.72-0.92) when there are more rows
     than SMs (softmax-triton-9f89a05-block-online-backward-few-rows.json, 32768 columns: at 32 / 132 rows
     block_online 0.41 / 0.70 against 0.44 / 0.76, at 264 / 1024 rows 0.75 / 0.89 against 0.73 / 0.77). Rows whose
-    length is not a multiple of 16 take a streaming plan past 4096 (16-bit) or 8192 (fp32 forward) columns
-    (_edges_plan)."""
+    length is not a multiple of 16 may take a streaming plan past 4096 columns (_edges_plan)."""
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
@@ -998,41 +997,50 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     return "block_online" if fp32_long_backward else "block_per_row"
 
 
-EDGES_STREAM_MIN_COLS = {2: 4096, 4: 8192}  # rows not a multiple of 16 longer than this stream (_edges_plan)
+EDGES_STREAM_MIN_COLS = 4096  # rows not a multiple of 16 longer than this may stream (_edges_plan)
 
 
 def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: int) -> str | None:
     """choose_plan's pick for rows of at most BLOCK_PER_ROW_MAX_COLS whose length is not a multiple of 16, or None for
-    its usual one. Such rows never run in the 16-byte specialization (rows_aligned). The sweep below predates
-    block_per_row's EDGES form: block_per_row moved them element by element, while the streaming plans kept 16-byte
-    loads (EDGES). Measured on the H200 in one process (results/h200/experiments/softmax-126dd9e-edges-plans.json,
-    each plan forced, ratio to copy forward / backward; perf log, "Session 48"):
-    - 16-bit rows past 4096 columns, more than 4 per SM: split_row. bf16 4096 rows of 8001 / 12001 / 16001 columns
-      0.73 / 0.67 / 0.78 and 0.83 / 0.80 / 0.88 against block_per_row's 0.63 / 0.41 / 0.44 and 0.77 / 0.58 / 0.61;
-      backward 4096x24001 / 32001 0.88 / 0.88 against 0.52 / 0.51; 1024x16001 0.62 / 0.73 against 0.40 / 0.58. At
-      4001 columns block_per_row wins (0.72 / 0.81 against 0.56 / 0.66); the bound is its tile's (4096 columns).
-    - 16-bit rows past 4096 columns, more than one per SM and at most 4: block_online. 264x24001 0.63 / 0.64 against
-      split_row's 0.48 / 0.56 and block_per_row's 0.29 / 0.44 (where between 264 and 1024 rows split_row starts to
-      win is not measured). At 132 rows (one per SM) block_per_row stays: 0.35 / 0.49, block_online 0.36 / 0.44,
-      split_row 0.27 / 0.38.
-    - fp32 forward rows past 8192 columns: split_row past 16384 columns with more than 4 rows per SM (4096x24001 /
-      32001 0.86 / 0.87 against block_per_row's 0.73 / 0.81), else block_online with more rows than SMs (4096x12001 /
-      16001 0.94 / 0.84 against 0.68 / 0.77; 1024x16001 0.79 against 0.70; 264x24001 0.69 against 0.59). At 8001
-      columns block_per_row (kept) reads 0.92, block_online 0.95.
-    The fp32 backward keeps its rule: block_per_row reads 0.94-1.01 at 4096 rows of 4001-16001 columns, block_online
-    past 16384 columns. The exception is rows of 10001-14001 columns (4096x12001: 0.81 against split_row's 0.91;
-    results/h200/experiments/softmax-8d6e230-triton-fp32-bwd-near-12001.json). Not its power-of-two tile: an
-    aligned 4096x12000 reads 1.02 in the same tile, so what differs is the per-element path (why it costs only this
-    band is not known). A rule for the band would route around it; docs/next/triton-block-per-row-edges.patch gives
-    block_per_row EDGES instead. fp16 is not in the sweep; it follows bf16, as at every other measured bound."""
-    if cols % 16 == 0 or rows <= sms or cols <= EDGES_STREAM_MIN_COLS[dtype.itemsize]:
+    its usual one. Such rows never run in the 16-byte specialization (rows_aligned); when their operands share a
+    phase every plan here moves them in whole 16-byte units (EDGES). block_per_row holds a row in a power-of-two
+    tile, so what it wastes is the tile's unused part. Measured on the H200 in one process, each plan forced, ratio
+    to copy (results/h200/experiments/softmax-8aaf598-edges-plans.json; perf log, "Session 50"):
+    - 16-bit forward rows past 4096 columns, more than 4 per SM: split_row (bf16 4096 rows of 5001-32001 columns
+      0.57-0.84 against block_per_row's 0.30-0.70 and block_online's 0.34-0.74; 1024x16001 0.62). At most 4 per SM:
+      block_online (264x16001 0.56 against 0.42 / 0.39; at 264x8001 the three read 0.29-0.39).
+    - 16-bit backward rows: block_per_row, except in a 16384-column tile less than 3/4 used with more than 4 rows
+      per SM, where split_row wins (4096 x 9001 / 10001 / 12001: 0.69 / 0.73 / 0.79 against 0.65 / 0.68 / 0.76; at
+      14001 0.84 against 0.83, at 16001 0.87 against 0.88), and past 8192 columns with at most 4 rows per SM, where
+      block_online does (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). block_per_row reads 0.71-0.93 at
+      4096 x 5001-8001, 0.99-1.01 at 24001 and 32001 (split_row 0.87-0.88), 0.77-0.78 at 1024 x 8001 and 16001.
+    - fp32 forward rows: block_online past 4096 columns unless the row fills at least 3/4 of a tile past 8192
+      columns, where block_per_row stays (4096 x 14001 / 16001 / 32001: 0.97 / 0.96 / 0.92 against block_online's
+      0.90 / 0.84 / 0.77; 1024x16001 0.91 against 0.80; 264x16001 0.72 against 0.63). In the 8192-column tile
+      block_online wins even full (4096 x 5001-8001: 0.74-0.95 against 0.72-0.92; 1024x8001 0.82 against 0.80;
+      264x8001 0.62 against 0.64), and at 9001 / 10001 (0.87 / 0.90 against 0.83 / 0.88); 12001 reads even (0.94 / 0.95).
+      Past 16384 columns with more than 4 rows per SM split_row takes the rows block_per_row does not: 4096x24001
+      0.86 against 0.84 / 0.81.
+    - fp32 backward rows keep the usual plan: block_per_row 0.92-1.01 at 4096 rows of 5001-16001 columns and 1024 of
+      8001 / 16001 (split_row 0.77-0.91, block_online 0.63-0.88), block_online past 16384 (4096x24001 0.91 against
+      0.63).
+    With at most one row per SM block_per_row stays: 132x16001 0.35-0.65 against 0.36-0.60 / 0.27-0.52. fp16 is not
+    in the sweep; it follows bf16, as at every other measured bound."""
+    if cols % 16 == 0 or rows <= sms or cols <= EDGES_STREAM_MIN_COLS:
         return None
     many = rows > 4 * sms
-    if dtype.itemsize == 2:
+    tile_mostly_used = 4 * cols >= 3 * triton.next_power_of_2(cols)
+    if dtype.itemsize == 2 and direction == "fwd":
         return "split_row" if many else "block_online"
-    if direction == "fwd":
-        return "split_row" if many and cols > BLOCK_PER_ROW_MAX_COLS // 2 else "block_online"
-    return None
+    if dtype.itemsize == 2:
+        if cols <= 8192:
+            return None
+        if not many:
+            return "block_online"
+        return "split_row" if cols <= 16384 and not tile_mostly_used else None
+    if direction == "bwd" or (cols > 8192 and tile_mostly_used):
+        return None
+    return "split_row" if many and cols > BLOCK_PER_ROW_MAX_COLS // 2 else "block_online"
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
