@@ -1012,13 +1012,15 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     - 16-bit backward rows: block_per_row, except in a 16384-column tile less than 3/4 used with more than 4 rows
       per SM, where split_row wins (4096 x 9001 / 10001 / 12001: 0.69 / 0.73 / 0.79 against 0.65 / 0.68 / 0.76; at
       14001 0.84 against 0.83, at 16001 0.87 against 0.88), and past 8192 columns with at most 4 rows per SM, where
-      block_online does (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). block_per_row reads 0.71-0.93 at
-      4096 x 5001-8001, 0.99-1.01 at 24001 and 32001 (split_row 0.87-0.88), 0.77-0.78 at 1024 x 8001 and 16001.
+      block_online does (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). block_per_row reads
+      0.71-0.93 at 4096 x 5001-8001, 0.99-1.01 at 24001 and 32001 (split_row 0.87-0.88), 0.77-0.78 at 1024 x 8001
+      and 16001.
     - fp32 forward rows: block_online past 4096 columns unless the row fills at least 3/4 of a tile past 8192
       columns, where block_per_row stays (4096 x 14001 / 16001 / 32001: 0.97 / 0.96 / 0.92 against block_online's
       0.90 / 0.84 / 0.77; 1024x16001 0.91 against 0.80; 264x16001 0.72 against 0.63). In the 8192-column tile
       block_online wins even full (4096 x 5001-8001: 0.74-0.95 against 0.72-0.92; 1024x8001 0.82 against 0.80;
-      264x8001 0.62 against 0.64), and at 9001 / 10001 (0.87 / 0.90 against 0.83 / 0.88); 12001 reads even (0.94 / 0.95).
+      264x8001 0.62 against 0.64), and at 9001 / 10001 (0.87 / 0.90 against 0.83 / 0.88); 12001 reads even
+      (0.94 / 0.95).
       Past 16384 columns with more than 4 rows per SM split_row takes the rows block_per_row does not: 4096x24001
       0.86 against 0.84 / 0.81.
     - fp32 backward rows keep the usual plan: block_per_row 0.92-1.01 at 4096 rows of 5001-16001 columns and 1024 of
