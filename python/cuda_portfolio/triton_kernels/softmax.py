@@ -404,7 +404,7 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
                                 HELD_N, EDGES)
         dy, dy_edges = _load_held(_row_frame(dy_ptr, row * dy_row_stride, phase, EDGES), phase, phase + cols, 0.0,
                                   HELD_N, EDGES)
-        dot = _held_dot(y, dy, y_ptr.dtype.element_ty) + tl.sum(y_edges * dy_edges, axis=0)
+        dot = _held_dot(y, dy, y_edges, dy_edges, y_ptr.dtype.element_ty)
         _grad_held(_row_frame(dx_ptr, row * dx_row_stride, phase, EDGES), phase, phase + cols, y, dy, y_edges,
                    dy_edges, dot, HELD_N, EDGES)
     else:
@@ -638,14 +638,15 @@ def _normalize_held(row_ptr, start, stop, held, edges, row_max, inv_sum, BLOCK_N
 
 
 @triton.jit
-def _held_dot(y, dy, dtype: tl.constexpr):
-    """sum(y * dy) over held chunks (_load_held; padding lanes 0), without their edges."""
+def _held_dot(y, dy, y_edges, dy_edges, dtype: tl.constexpr):
+    """sum(y * dy) over held chunks and their edges (_load_held; padding lanes 0)."""
     if dtype.primitive_bitwidth == 16:
         y_low, y_high = _pair_values(y, dtype)
         dy_low, dy_high = _pair_values(dy, dtype)
-        return tl.sum(y_low * dy_low, axis=0) + tl.sum(y_high * dy_high, axis=0)
+        body = tl.sum(y_low * dy_low, axis=0) + tl.sum(y_high * dy_high, axis=0)
     else:
-        return tl.sum(y * dy, axis=0)
+        body = tl.sum(y * dy, axis=0)
+    return body + tl.sum(y_edges * dy_edges, axis=0)
 
 
 @triton.jit
@@ -712,7 +713,7 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, c
         if HELD:
             y, y_edges = _load_held(y_row, start, stop, 0.0, BLOCK_N, EDGES)
             dy, dy_edges = _load_held(dy_row, start, stop, 0.0, BLOCK_N, EDGES)
-            tl.store(dot_ptr + job, _held_dot(y, dy, y_ptr.dtype.element_ty) + tl.sum(y_edges * dy_edges, axis=0))
+            tl.store(dot_ptr + job, _held_dot(y, dy, y_edges, dy_edges, y_ptr.dtype.element_ty))
         else:
             tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES, EDGES))
         _arrive_and_wait(counters_ptr + 2 + row, chunks)
@@ -1020,9 +1021,8 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
       0.90 / 0.84 / 0.77; 1024x16001 0.91 against 0.80; 264x16001 0.72 against 0.63). In the 8192-column tile
       block_online wins even full (4096 x 5001-8001: 0.74-0.95 against 0.72-0.92; 1024x8001 0.82 against 0.80;
       264x8001 0.62 against 0.64), and at 9001 / 10001 (0.87 / 0.90 against 0.83 / 0.88); 12001 reads even
-      (0.94 / 0.95).
-      Past 16384 columns with more than 4 rows per SM split_row takes the rows block_per_row does not: 4096x24001
-      0.86 against 0.84 / 0.81.
+      (0.94 / 0.95). Past 16384 columns with more than 4 rows per SM split_row takes the rows block_per_row does
+      not: 4096x24001 0.86 against 0.84 / 0.81.
     - fp32 backward rows keep the usual plan: block_per_row 0.92-1.01 at 4096 rows of 5001-16001 columns and 1024 of
       8001 / 16001 (split_row 0.77-0.91, block_online 0.63-0.88), block_online past 16384 (4096x24001 0.91 against
       0.63).
