@@ -369,6 +369,31 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                     self.assertEqual(edges, cols % unit == 0)
         self.assertFalse(triton_softmax._alignment("warp_per_row", (torch.empty(5, 7),), 7)[1])
 
+    def test_edges_forward_launches_with_the_register_cap(self):
+        """block_per_row's EDGES forward launches capped (EDGES_FORWARD_MAXNREG), and the kernels compiled ahead of
+        time for the spill test carry the same cap; rows of whole units, 8-warp programs, fp32's 32-warp program
+        and the prefetching form launch uncapped."""
+        cap = triton_softmax._edges_forward_maxnreg
+        for dtype, warps, expected in ((torch.bfloat16, 16, 40), (torch.bfloat16, 32, 32), (torch.float16, 32, 32),
+                                       (torch.float32, 16, 40), (torch.float32, 32, None), (torch.bfloat16, 8, None)):
+            config = triton_softmax.LaunchConfig(8192, warps, 1)
+            with self.subTest(dtype=dtype, warps=warps):
+                self.assertEqual(cap(config, dtype.itemsize, True), expected)
+                self.assertIsNone(cap(config, dtype.itemsize, False))
+                self.assertIsNone(cap(config._replace(prefetch=True), dtype.itemsize, True))
+        x = torch.randn(3, 5001, dtype=torch.bfloat16)
+        with mock.patch.object(triton_softmax.softmax_fwd_block_per_row_kernel, "run",
+                               wraps=triton_softmax.softmax_fwd_block_per_row_kernel.run) as launch:
+            triton_softmax.forward(x, torch.empty_like(x), "block_per_row")
+        warps = launch.call_args.kwargs["num_warps"]
+        self.assertEqual(launch.call_args.kwargs["maxnreg"], triton_softmax.EDGES_FORWARD_MAXNREG.get((2, warps)))
+        for spec in triton_softmax.aot_specs(torch.bfloat16):
+            if spec.name == "softmax_fwd_block_per_row_kernel" and spec.constexprs["EDGES"]:
+                expected = None if spec.constexprs["PREFETCH"] else \
+                    triton_softmax.EDGES_FORWARD_MAXNREG.get((2, spec.options["num_warps"]))
+                with self.subTest(spec=spec.constexprs, options=spec.options):
+                    self.assertEqual(spec.options.get("maxnreg"), expected)
+
     def test_span_body_and_edges_cover_every_element_once(self):
         @triton.jit
         def count_cover(count_ptr, start, stop, V: tl.constexpr, BLOCK: tl.constexpr):
@@ -438,10 +463,11 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
             self.assertEqual(triton_softmax.choose_plan(4096, 12287, dtype, CPU, "bwd"), "split_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 12289, dtype, CPU, "bwd"), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 24001, dtype, CPU, "bwd"), "block_per_row")
-        # fp32 forward: a streaming plan unless the row fills 3/4 of block_per_row's tile past 8192 columns
+        # fp32 forward: block_per_row in its 8192-column tile and where the row fills 3/4 of a larger tile
         self.assertEqual(triton_softmax.choose_plan(4096, 4095, torch.float32, CPU), "block_per_row")
-        self.assertEqual(triton_softmax.choose_plan(4096, 4097, torch.float32, CPU), "block_online")
-        self.assertEqual(triton_softmax.choose_plan(4096, 8191, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4096, 4097, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 8191, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 8193, torch.float32, CPU), "block_online")
         self.assertEqual(triton_softmax.choose_plan(4096, 12287, torch.float32, CPU), "block_online")
         self.assertEqual(triton_softmax.choose_plan(4096, 12289, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 16385, torch.float32, CPU), "split_row")

@@ -1009,20 +1009,23 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     to copy (results/h200/experiments/softmax-8aaf598-edges-plans.json; perf log, "Session 50"):
     - 16-bit forward rows past 4096 columns, more than 4 per SM: split_row (bf16 4096 rows of 5001-32001 columns
       0.57-0.84 against block_per_row's 0.30-0.70 and block_online's 0.34-0.74; 1024x16001 0.62). At most 4 per SM:
-      block_online (264x16001 0.56 against 0.42 / 0.39; at 264x8001 the three read 0.29-0.39).
+      block_online (264x16001 0.56 against 0.42 / 0.39; at 264x8001 the three read 0.29-0.39). With its register
+      cap (session 52) block_per_row reads 0.47-0.70 at 4096 x 5001-16001, still under split_row's 0.57-0.79.
     - 16-bit backward rows: block_per_row, except in a 16384-column tile less than 3/4 used with more than 4 rows
       per SM, where split_row wins (4096 x 9001 / 10001 / 12001: 0.69 / 0.73 / 0.79 against 0.65 / 0.68 / 0.76; at
       14001 0.84 against 0.83, at 16001 0.87 against 0.88), and past 8192 columns with at most 4 rows per SM, where
       block_online does (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). block_per_row reads
       0.71-0.93 at 4096 x 5001-8001, 0.99-1.01 at 24001 and 32001 (split_row 0.87-0.88), 0.77-0.78 at 1024 x 8001
       and 16001.
-    - fp32 forward rows: block_online past 4096 columns unless the row fills at least 3/4 of a tile past 8192
-      columns, where block_per_row stays (4096 x 14001 / 16001 / 32001: 0.97 / 0.96 / 0.92 against block_online's
-      0.90 / 0.84 / 0.77; 1024x16001 0.91 against 0.80; 264x16001 0.72 against 0.63). In the 8192-column tile
-      block_online wins even full (4096 x 5001-8001: 0.74-0.95 against 0.72-0.92; 1024x8001 0.82 against 0.80;
-      264x8001 0.62 against 0.64), and at 9001 / 10001 (0.87 / 0.90 against 0.83 / 0.88); 12001 reads even
-      (0.94 / 0.95). Past 16384 columns with more than 4 rows per SM split_row takes the rows block_per_row does
-      not: 4096x24001 0.86 against 0.84 / 0.81.
+    - fp32 forward rows: block_per_row, except in a 16384-column tile less than 3/4 used, where block_online wins
+      (4096 x 9001 / 10001: 0.87 / 0.90 against 0.83 / 0.88; 12001 reads even, 0.94 / 0.95), and past 16384
+      columns with more than 4 rows per SM, where split_row takes the rows block_per_row does not (4096x24001 0.86
+      against 0.84 / 0.81). block_per_row where it fills 3/4 of its tile: 4096 x 14001 / 16001 / 32001 0.97 / 0.96
+      / 0.92 against block_online's 0.90 / 0.84 / 0.77; 1024x16001 0.91 against 0.80; 264x16001 0.72 against
+      0.63. In the 8192-column tile, with its register cap (EDGES_FORWARD_MAXNREG; results/h200/experiments/
+      softmax-triton-fa7333a-block-per-row-edges-forward-maxnreg-after.json, perf log, "Session 52"), at any use:
+      4096 x 5001 / 6001 / 7001 / 8001 0.88 / 0.94 / 0.96 / 0.96 against 0.74 / 0.84 / 0.92 / 0.95; 1024x8001 0.85
+      against 0.81; 264x8001 0.63 against 0.62.
     - fp32 backward rows keep the usual plan: block_per_row 0.92-1.01 at 4096 rows of 5001-16001 columns and 1024 of
       8001 / 16001 (split_row 0.77-0.91, block_online 0.63-0.88), block_online past 16384 (4096x24001 0.91 against
       0.63).
@@ -1040,7 +1043,7 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
         if not many:
             return "block_online"
         return "split_row" if cols <= 16384 and not tile_mostly_used else None
-    if direction == "bwd" or (cols > 8192 and tile_mostly_used):
+    if direction == "bwd" or cols <= 8192 or tile_mostly_used:
         return None
     return "split_row" if many and cols > BLOCK_PER_ROW_MAX_COLS // 2 else "block_online"
 
@@ -1190,6 +1193,23 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
     _launch_forward(x2d, y2d, plan, config, edges)
 
 
+# block_per_row's EDGES forward holds a row as split_row holds a chunk, and ptxas (sm_90a) gives it 59-64 registers
+# where the 16-byte kernel takes 22-34: an SM holds one 32-warp program at 16-bit 16384 columns instead of two, two
+# 16-warp programs at 8192 instead of three or four (bf16 4096x16001 read 0.47 of copy against 4096x16000's 0.92,
+# perf log, session 50). Capped at the 16-byte kernel's residency: 40 registers at 16 warps (three programs), 32 at
+# 32 (two), no spills. fp32's 32-warp program takes 32 uncapped (capped at 32 it spills 8 bytes), so it keeps none.
+# Measured (perf log, session 52): bf16 4096x16001 0.46 -> 0.65, 4096x10001-14001 +42-46%, fp32 4096x5001 0.71 ->
+# 0.88; bf16 at 8192 columns unchanged (4096x8001 0.70), so registers are not all the 16-bit EDGES forward lacks.
+EDGES_FORWARD_MAXNREG = {(2, 16): 40, (2, 32): 32, (4, 16): 40}  # (element size, warps) -> registers per thread
+
+
+def _edges_forward_maxnreg(config: LaunchConfig, element_size: int, edges: bool) -> int | None:
+    """The register cap block_per_row's forward launches with (EDGES_FORWARD_MAXNREG), None for no cap."""
+    if not edges or config.prefetch:
+        return None
+    return EDGES_FORWARD_MAXNREG.get((element_size, config.num_warps))
+
+
 def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: LaunchConfig, edges: bool) -> None:
     rows, cols = x2d.shape
     x_stride, y_stride = x2d.stride(0), y2d.stride(0)
@@ -1201,7 +1221,8 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
         grid = (_persistent_programs(rows, config, x2d.device, 0) if config.prefetch else rows,)
         softmax_fwd_block_per_row_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
                                                PREFETCH=config.prefetch, LOAD_HINT=config.load_hint, EDGES=edges,
-                                               num_warps=config.num_warps)
+                                               num_warps=config.num_warps,
+                                               maxnreg=_edges_forward_maxnreg(config, x2d.element_size(), edges))
     elif plan == "block_online":
         grid = (_block_online_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
@@ -1325,9 +1346,10 @@ def aot_specs(dtype: torch.dtype):
             for config in candidate_configs("block_per_row", dtype, cols_p2, direction, True):
                 for edges, specializations in ((False, both), (True, unaligned_only)):
                     if direction == "fwd":
+                        capped = config._replace(maxnreg=_edges_forward_maxnreg(config, dtype.itemsize, edges))
                         entries.append(("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
                                         {"BLOCK_N": config.block_n, "PREFETCH": config.prefetch,
-                                         "LOAD_HINT": config.load_hint, "EDGES": edges}, config, specializations))
+                                         "LOAD_HINT": config.load_hint, "EDGES": edges}, capped, specializations))
                     else:
                         entries.append(("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel,
                                         without_rows(bwd), {"BLOCK_N": config.block_n, "EDGES": edges}, config,
@@ -1375,7 +1397,7 @@ def aot_specs(dtype: torch.dtype):
     for name, fn, sig, consts, config, specializations in entries:
         signature = dict(sig, **{k: "constexpr" for k in consts})
         options = {"num_warps": config.num_warps}
-        if config.maxnreg is not None:  # the launch passes it too (block_online, split_row)
+        if config.maxnreg is not None:  # the launch passes it too (block_online, split_row, block_per_row's EDGES)
             options["maxnreg"] = config.maxnreg
         specs.append(AotSpec(name, fn, signature, consts, options, specializations))
     return specs
