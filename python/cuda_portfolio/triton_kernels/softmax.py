@@ -623,8 +623,8 @@ def _held_max(held, edges, dtype: tl.constexpr):
 @triton.jit
 def _held_max_sum(held, edges, dtype: tl.constexpr):
     """(max, sum(exp(x - max))) of a held chunk (_load_held; padding lanes -inf); a chunk of only -inf gives
-    (-FLT_MAX, 0). The exponentials are not kept: split_row holds its chunk through the row exchange, and
-    _normalize_held takes them again."""
+    (-FLT_MAX, 0). The exponentials are not kept, and _normalize_held takes them again: split_row holds its chunk
+    through the row exchange, and block_per_row's fp32 rows lost with them kept (_softmax_held)."""
     m = _held_max(held, edges, dtype)
     if dtype.primitive_bitwidth == 16:
         low, high = _pair_values(held, dtype)
