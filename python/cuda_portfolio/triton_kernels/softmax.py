@@ -1043,7 +1043,9 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     - 16-bit forward rows past 4096 columns, more than 4 per SM: split_row (bf16 4096 rows of 5001-32001 columns
       0.57-0.84 against block_per_row's 0.30-0.70 and block_online's 0.34-0.74; 1024x16001 0.62). At most 4 per SM:
       block_online (264x16001 0.56 against 0.42 / 0.39; at 264x8001 the three read 0.29-0.39). With its register
-      cap (session 52) block_per_row reads 0.47-0.70 at 4096 x 5001-16001, still under split_row's 0.57-0.79.
+      cap and one exponential per element (session 52) block_per_row reads 0.56 / 0.77 / 0.60 / 0.74 at 4096 x
+      5001 / 8001 / 12001 / 16001 against split_row's 0.57 / 0.73 / 0.67 / 0.78 (1024x16001 0.65 against 0.63):
+      it leads in the 8192-column tile, which this rule does not take yet (6001 and 7001 are unmeasured).
     - 16-bit backward rows: block_per_row, except in a 16384-column tile less than 3/4 used with more than 4 rows
       per SM, where split_row wins (4096 x 9001 / 10001 / 12001: 0.69 / 0.73 / 0.79 against 0.65 / 0.68 / 0.76; at
       14001 0.84 against 0.83, at 16001 0.87 against 0.88), and past 8192 columns with at most 4 rows per SM, where
