@@ -175,11 +175,17 @@ def _fold_tile(x, m, s, A: tl.constexpr, T: tl.constexpr, V: tl.constexpr):
 
 
 @triton.jit
-def _row_phase(offset, ptr, EDGES: tl.constexpr):
+def _row_phase(offset, ptr, EDGES: tl.constexpr, INT32: tl.constexpr):
     """With EDGES, how many elements past a 16-byte boundary the row at element `offset` from ptr starts (ptr is
-    16-byte aligned, by its launch specialization); 0 otherwise. Every operand's rows share it (rows_share_phase)."""
+    16-byte aligned, by its launch specialization); 0 otherwise. Every operand's rows share it (rows_share_phase).
+    INT32 gives it as int32, so the span bounds built on it (_span_body, _span_edges, the masks) are 32-bit
+    arithmetic: the streaming plans take it (A/B, perf log "Session 53": block_online 2-25% faster, split_row even).
+    block_per_row's held rows keep int64: with int32 its fp32 forward's uncapped 32-warp tiles read 0.96 -> 0.76."""
     if EDGES:
-        return offset % (128 // ptr.dtype.element_ty.primitive_bitwidth)
+        if INT32:
+            return offset.to(tl.int32) & (128 // ptr.dtype.element_ty.primitive_bitwidth - 1)
+        else:
+            return offset % (128 // ptr.dtype.element_ty.primitive_bitwidth)
     else:
         return 0
 
@@ -370,7 +376,7 @@ def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_r
     HELD_N: tl.constexpr = max(BLOCK_N, 16)  # _load_held's words: at least one whole unit of any dtype
     if EDGES:  # each row held as split_row holds a chunk; on the persistent grid rows in turn, without the prefetch
         for row in range(first, rows, tl.num_programs(0)):
-            phase = _row_phase(row * x_row_stride, x_ptr, EDGES)
+            phase = _row_phase(row * x_row_stride, x_ptr, EDGES, INT32=False)
             x, x_edges = _load_held(_row_frame(x_ptr, row * x_row_stride, phase, EDGES), phase, phase + cols,
                                     float("-inf"), HELD_N, EDGES)
             _softmax_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES), phase, phase + cols, x, x_edges,
@@ -398,7 +404,7 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
     row = tl.program_id(0).to(tl.int64)
     HELD_N: tl.constexpr = max(BLOCK_N, 16)  # _load_held's words: at least one whole unit of any dtype
     if EDGES:  # the row held as split_row holds a chunk: whole 16-byte units, head and tail elements beside them
-        phase = _row_phase(row * y_row_stride, y_ptr, EDGES)
+        phase = _row_phase(row * y_row_stride, y_ptr, EDGES, INT32=False)
         y, y_edges = _load_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES), phase, phase + cols, 0.0,
                                 HELD_N, EDGES)
         dy, dy_edges = _load_held(_row_frame(dy_ptr, row * dy_row_stride, phase, EDGES), phase, phase + cols, 0.0,
@@ -427,7 +433,7 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
 def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
                                     THREADS: tl.constexpr, EDGES: tl.constexpr):
     for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
-        first = _row_phase(row * x_row_stride, x_ptr, EDGES)
+        first = _row_phase(row * x_row_stride, x_ptr, EDGES, INT32=True)
         x_row = _row_frame(x_ptr, row * x_row_stride, first, EDGES)
         y_row = _row_frame(y_ptr, row * y_row_stride, first, EDGES)
         row_max, row_sum = _online_max_sum(x_row, first, first + cols, BLOCK_N, THREADS, EDGES)
@@ -439,7 +445,7 @@ def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
                                     BLOCK_N: tl.constexpr, STAGES: tl.constexpr, STREAM_STORES: tl.constexpr,
                                     EDGES: tl.constexpr):
     for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):
-        first = _row_phase(row * y_row_stride, y_ptr, EDGES)
+        first = _row_phase(row * y_row_stride, y_ptr, EDGES, INT32=True)
         y_row = _row_frame(y_ptr, row * y_row_stride, first, EDGES)
         dy_row = _row_frame(dy_ptr, row * dy_row_stride, first, EDGES)
         dx_row = _row_frame(dx_ptr, row * dx_row_stride, first, EDGES)
@@ -702,7 +708,7 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
     job = _take_ticket(counters_ptr)
     while job < jobs:
         row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
-        first = _row_phase(row * x_row_stride, x_ptr, EDGES)
+        first = _row_phase(row * x_row_stride, x_ptr, EDGES, INT32=True)
         x_row = _row_frame(x_ptr, row * x_row_stride, first, EDGES)
         y_row = _row_frame(y_ptr, row * y_row_stride, first, EDGES)
         start += first
@@ -737,7 +743,7 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, c
     job = _take_ticket(counters_ptr)
     while job < jobs:
         row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
-        first = _row_phase(row * y_row_stride, y_ptr, EDGES)
+        first = _row_phase(row * y_row_stride, y_ptr, EDGES, INT32=True)
         y_row = _row_frame(y_ptr, row * y_row_stride, first, EDGES)
         dy_row = _row_frame(dy_ptr, row * dy_row_stride, first, EDGES)
         dx_row = _row_frame(dx_ptr, row * dx_row_stride, first, EDGES)
