@@ -453,8 +453,12 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                 self.assertEqual(triton_softmax.choose_plan(sms, 16001, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 4095, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 16000, dtype, CPU, direction), "block_per_row")
-            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU), "split_row")
-            self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU), "block_online")
+            # forward: block_per_row in its 8192-column tile at any row count, then split_row or block_online
+            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4096, 8191, dtype, CPU), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 8193, dtype, CPU), "split_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms, 8193, dtype, CPU), "block_online")
             # backward: split_row only where block_per_row's 16384-column tile is less than 3/4 used
             self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU, "bwd"), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU, "bwd"), "block_per_row")

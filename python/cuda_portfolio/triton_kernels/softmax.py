@@ -1046,12 +1046,15 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     phase every plan here moves them in whole 16-byte units (EDGES). block_per_row holds a row in a power-of-two
     tile, so what it wastes is the tile's unused part. Measured on the H200 in one process, each plan forced, ratio
     to copy (results/h200/experiments/softmax-8aaf598-edges-plans.json; perf log, "Session 50"):
-    - 16-bit forward rows past 4096 columns, more than 4 per SM: split_row (bf16 4096 rows of 5001-32001 columns
-      0.57-0.84 against block_per_row's 0.30-0.70 and block_online's 0.34-0.74; 1024x16001 0.62). At most 4 per SM:
-      block_online (264x16001 0.56 against 0.42 / 0.39; at 264x8001 the three read 0.29-0.39). With its register
-      cap and one exponential per element (session 52) block_per_row reads 0.56 / 0.77 / 0.60 / 0.74 at 4096 x
-      5001 / 8001 / 12001 / 16001 against split_row's 0.57 / 0.73 / 0.67 / 0.78 (1024x16001 0.65 against 0.63):
-      it leads in the 8192-column tile, which this rule does not take yet (6001 and 7001 are unmeasured).
+    - 16-bit forward rows: block_per_row in its 8192-column tile, where with its register cap and one exponential
+      per element (sessions 52-53) it leads or ties at every row count (results/h200/experiments/
+      softmax-triton-065d6f8-edges-16bit-forward-plans.json, bf16: 4096 x 5001 / 6001 / 7001 / 8001 0.57 / 0.64 /
+      0.69 / 0.77 against split_row's 0.57 / 0.63 / 0.68 / 0.73; 2048x8001 0.71 against 0.62; 1024 x 5001 / 8001
+      0.47 / 0.62 against 0.41 / 0.54; 528 / 264 x 8001 0.53 / 0.45 against block_online's 0.47 / 0.39; 264x5001
+      0.32 against 0.27, where Liger reads 0.29). Past 8192 columns, more than 4 rows per SM: split_row (4096 x
+      12001 / 16001 0.67 / 0.79 against block_per_row's 0.60 / 0.74 and block_online's 0.58 / 0.72, softmax-triton-
+      14ff688-edges-int32-phase-after.json; at 1024x16001 block_per_row read 0.65 against 0.63 in session 52, one
+      cell, not taken); at most 4 per SM: block_online (264x16001 0.58 against 0.56 / 0.41).
     - 16-bit backward rows: block_per_row, except in a 16384-column tile less than 3/4 used with more than 4 rows
       per SM, where split_row wins (4096 x 9001 / 10001 / 12001: 0.69 / 0.73 / 0.79 against 0.65 / 0.68 / 0.76; at
       14001 0.84 against 0.83, at 16001 0.87 against 0.88), and past 8192 columns with at most 4 rows per SM, where
@@ -1076,11 +1079,11 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
         return None
     many = rows > 4 * sms
     tile_mostly_used = 4 * cols >= 3 * triton.next_power_of_2(cols)
-    if dtype.itemsize == 2 and direction == "fwd":
-        return "split_row" if many else "block_online"
     if dtype.itemsize == 2:
         if cols <= 8192:
             return None
+        if direction == "fwd":
+            return "split_row" if many else "block_online"
         if not many:
             return "block_online"
         return "split_row" if cols <= 16384 and not tile_mostly_used else None
