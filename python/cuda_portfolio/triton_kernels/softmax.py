@@ -370,17 +370,25 @@ def softmax_bwd_warp_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 # ----------------------------------------------------------------------------- block_per_row
 
 @triton.jit
+def _softmax_row_held(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, HELD_N: tl.constexpr):
+    """block_per_row's EDGES forward of one row: held as split_row holds a chunk (_load_held, _softmax_held)."""
+    phase = _row_phase(row * x_row_stride, x_ptr, True, INT32=False)
+    x, x_edges = _load_held(_row_frame(x_ptr, row * x_row_stride, phase, True), phase, phase + cols, float("-inf"),
+                            HELD_N, True)
+    _softmax_held(_row_frame(y_ptr, row * y_row_stride, phase, True), phase, phase + cols, x, x_edges, HELD_N, True)
+
+
+@triton.jit
 def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
                                      PREFETCH: tl.constexpr, LOAD_HINT: tl.constexpr, EDGES: tl.constexpr):
     first = tl.program_id(0).to(tl.int64)
     HELD_N: tl.constexpr = max(BLOCK_N, 16)  # _load_held's words: at least one whole unit of any dtype
     if EDGES:  # each row held as split_row holds a chunk; on the persistent grid rows in turn, without the prefetch
-        for row in range(first, rows, tl.num_programs(0)):
-            phase = _row_phase(row * x_row_stride, x_ptr, EDGES, INT32=False)
-            x, x_edges = _load_held(_row_frame(x_ptr, row * x_row_stride, phase, EDGES), phase, phase + cols,
-                                    float("-inf"), HELD_N, EDGES)
-            _softmax_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES), phase, phase + cols, x, x_edges,
-                          HELD_N, EDGES)
+        if PREFETCH:
+            for row in range(first, rows, tl.num_programs(0)):
+                _softmax_row_held(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, HELD_N)
+        else:  # a program per row: no loop, whose induction state ptxas would set up in the prologue
+            _softmax_row_held(x_ptr, y_ptr, first, cols, x_row_stride, y_row_stride, HELD_N)
     else:
         col = tl.arange(0, BLOCK_N)
         mask = col < cols
