@@ -1062,7 +1062,8 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
       0.32 against 0.27, where Liger reads 0.29). Past 8192 columns, more than 4 rows per SM: split_row (4096 x
       12001 / 16001 0.67 / 0.79 against block_per_row's 0.60 / 0.74 and block_online's 0.58 / 0.72, softmax-triton-
       14ff688-edges-int32-phase-after.json; at 1024x16001 block_per_row read 0.65 against 0.63 in session 52, one
-      cell, not taken); at most 4 per SM: block_online (264x16001 0.58 against 0.56 / 0.41).
+      cell, not taken); at most 4 per SM: block_online (264x16001 0.58 against 0.56 / 0.41). Since d33ce7d (no row
+      loop) block_per_row reads 0.65 / 0.79 at 4096 x 12001 / 16001 against split_row's 0.67 / 0.79: not re-swept.
     - 16-bit backward rows: block_per_row, except in a 16384-column tile less than 3/4 used with more than 4 rows
       per SM, where split_row wins (4096 x 9001 / 10001 / 12001: 0.69 / 0.73 / 0.79 against 0.65 / 0.68 / 0.76; at
       14001 0.84 against 0.83, at 16001 0.87 against 0.88), and past 8192 columns with at most 4 rows per SM, where
@@ -1077,7 +1078,9 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
       0.63. In the 8192-column tile, with its register cap (EDGES_FORWARD_MAXNREG; results/h200/experiments/
       softmax-triton-fa7333a-block-per-row-edges-forward-maxnreg-after.json, perf log, "Session 52"), at any use:
       4096 x 5001 / 6001 / 7001 / 8001 0.88 / 0.94 / 0.96 / 0.96 against 0.74 / 0.84 / 0.92 / 0.95; 1024x8001 0.85
-      against 0.81; 264x8001 0.63 against 0.62.
+      against 0.81; 264x8001 0.63 against 0.62. Since d33ce7d block_per_row reads 0.98 at 4096x12001 against
+      auto's block_online 0.94 (softmax-triton-a9e88f7-block-per-row-edges-forward-no-loop-after.json): the 3/4
+      bound is stale there, not re-swept at 9001-11001.
     - fp32 backward rows keep the usual plan: block_per_row 0.92-1.01 at 4096 rows of 5001-16001 columns and 1024 of
       8001 / 16001 (split_row 0.77-0.91, block_online 0.63-0.88), block_online past 16384 (4096x24001 0.91 against
       0.63).
