@@ -1260,7 +1260,10 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
 # 32 (two), no spills. fp32's 32-warp program takes 32 uncapped (capped at 32 it spills 8 bytes), so it keeps none.
 # Measured (perf log, session 52): bf16 4096x16001 0.46 -> 0.65, 4096x10001-14001 +42-46%, fp32 4096x5001 0.71 ->
 # 0.88; bf16 at 8192 columns unchanged (4096x8001 0.70), so registers are not all the 16-bit EDGES forward lacks.
-EDGES_FORWARD_MAXNREG = {(2, 16): 40, (2, 32): 32, (4, 16): 40}  # (element size, warps) -> registers per thread
+# Since the row runs without its loop (d33ce7d) the 16-bit 16-warp program fits 32 registers without spilling: four
+# programs per SM, the aligned kernel's residency (ncu, session 53: 75% theoretical occupancy at 40). fp32's spills
+# 20 bytes at 32, 4 at 36, so it keeps 40.
+EDGES_FORWARD_MAXNREG = {(2, 16): 32, (2, 32): 32, (4, 16): 40}  # (element size, warps) -> registers per thread
 
 
 def _edges_forward_maxnreg(config: LaunchConfig, element_size: int, edges: bool) -> int | None:
