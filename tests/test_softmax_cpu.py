@@ -374,7 +374,7 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         time for the spill test carry the same cap; rows of whole units, 8-warp programs, fp32's 32-warp program
         and the prefetching form launch uncapped."""
         cap = triton_softmax._edges_forward_maxnreg
-        for dtype, warps, expected in ((torch.bfloat16, 16, 40), (torch.bfloat16, 32, 32), (torch.float16, 32, 32),
+        for dtype, warps, expected in ((torch.bfloat16, 16, 32), (torch.bfloat16, 32, 32), (torch.float16, 32, 32),
                                        (torch.float32, 16, 40), (torch.float32, 32, None), (torch.bfloat16, 8, None)):
             config = triton_softmax.LaunchConfig(8192, warps, 1)
             with self.subTest(dtype=dtype, warps=warps):
@@ -449,17 +449,21 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         # rows whose length is not a multiple of 16 (outside the 16-byte specialization) past 4096 columns (_edges_plan)
         for dtype in (torch.bfloat16, torch.float16):
             for direction in ("fwd", "bwd"):
-                self.assertEqual(triton_softmax.choose_plan(4 * sms, 16001, dtype, CPU, direction), "block_online")
                 self.assertEqual(triton_softmax.choose_plan(sms, 16001, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 4095, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 16000, dtype, CPU, direction), "block_per_row")
-            # forward: block_per_row in its 8192-column tile at any row count, then split_row or block_online
+            # forward: block_per_row in its 8192- and 16384-column tiles at any row count, then split_row or
+            # block_online
             self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU), "block_per_row")
-            self.assertEqual(triton_softmax.choose_plan(4096, 8191, dtype, CPU), "block_per_row")
-            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 8193, dtype, CPU), "split_row")
-            self.assertEqual(triton_softmax.choose_plan(4 * sms, 8193, dtype, CPU), "block_online")
-            # backward: split_row only where block_per_row's 16384-column tile is less than 3/4 used
+            self.assertEqual(triton_softmax.choose_plan(4096, 8193, dtype, CPU), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms, 12001, dtype, CPU), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4096, 16383, dtype, CPU), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 16385, dtype, CPU), "split_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms, 16385, dtype, CPU), "block_online")
+            # backward: past 8192 columns block_online for at most 4 rows per SM; with more, split_row only where
+            # block_per_row's 16384-column tile is less than 3/4 used
+            self.assertEqual(triton_softmax.choose_plan(4 * sms, 16001, dtype, CPU, "bwd"), "block_online")
             self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU, "bwd"), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU, "bwd"), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 8191, dtype, CPU, "bwd"), "block_per_row")
@@ -467,13 +471,16 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
             self.assertEqual(triton_softmax.choose_plan(4096, 12287, dtype, CPU, "bwd"), "split_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 12289, dtype, CPU, "bwd"), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 24001, dtype, CPU, "bwd"), "block_per_row")
-        # fp32 forward: block_per_row in its 8192-column tile and where the row fills 3/4 of a larger tile
+        # fp32 forward: block_per_row in its 8192-column tile, in the 16384-column tile with more than 4 rows per SM
+        # or 3/4 used, and where the row fills 3/4 of the 32768-column tile
         self.assertEqual(triton_softmax.choose_plan(4096, 4095, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 4097, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 8191, torch.float32, CPU), "block_per_row")
-        self.assertEqual(triton_softmax.choose_plan(4096, 8193, torch.float32, CPU), "block_online")
-        self.assertEqual(triton_softmax.choose_plan(4096, 12287, torch.float32, CPU), "block_online")
-        self.assertEqual(triton_softmax.choose_plan(4096, 12289, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4096, 8193, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 12287, torch.float32, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(4 * sms, 8193, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4 * sms, 12287, torch.float32, CPU), "block_online")
+        self.assertEqual(triton_softmax.choose_plan(4 * sms, 12289, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 16385, torch.float32, CPU), "split_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 24575, torch.float32, CPU), "split_row")
         self.assertEqual(triton_softmax.choose_plan(4096, 24577, torch.float32, CPU), "block_per_row")
