@@ -1059,33 +1059,31 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     phase every plan here moves them in whole 16-byte units (EDGES). block_per_row holds a row in a power-of-two
     tile, so what it wastes is the tile's unused part. Measured on the H200 in one process, each plan forced, ratio
     to copy (results/h200/experiments/softmax-8aaf598-edges-plans.json; perf log, "Session 50"):
-    - 16-bit forward rows: block_per_row in its 8192-column tile, where with its register cap and one exponential
-      per element (sessions 52-53) it leads or ties at every row count (results/h200/experiments/
-      softmax-triton-065d6f8-edges-16bit-forward-plans.json, bf16: 4096 x 5001 / 6001 / 7001 / 8001 0.57 / 0.64 /
-      0.69 / 0.77 against split_row's 0.57 / 0.63 / 0.68 / 0.73; 2048x8001 0.71 against 0.62; 1024 x 5001 / 8001
-      0.47 / 0.62 against 0.41 / 0.54; 528 / 264 x 8001 0.53 / 0.45 against block_online's 0.47 / 0.39; 264x5001
-      0.32 against 0.27, where Liger reads 0.29). Past 8192 columns, more than 4 rows per SM: split_row (4096 x
-      12001 / 16001 0.67 / 0.79 against block_per_row's 0.60 / 0.74 and block_online's 0.58 / 0.72, softmax-triton-
-      14ff688-edges-int32-phase-after.json; at 1024x16001 block_per_row read 0.65 against 0.63 in session 52, one
-      cell, not taken); at most 4 per SM: block_online (264x16001 0.58 against 0.56 / 0.41). Since d33ce7d (no row
-      loop) block_per_row reads 0.65 / 0.79 at 4096 x 12001 / 16001 against split_row's 0.67 / 0.79: not re-swept.
+    - 16-bit forward rows: block_per_row in its 8192- and 16384-column tiles at any row count, split_row past them
+      with more than 4 rows per SM, else block_online. With its register caps, one exponential per element, no row
+      loop and the int32 phase (sessions 52-54), block_per_row leads or ties (results/h200/experiments/
+      softmax-triton-8bc54df-edges-forward-plans.json, bf16, ratio to copy, against split_row's): 4096 x 6001 /
+      8001 0.78 / 0.92 against 0.62 / 0.73; 1024 x 8001 / 10001 / 12001 / 16001 0.71 / 0.52 / 0.58 / 0.71 against
+      0.53 / 0.49 / 0.55 / 0.63; 264x12001 0.49 against block_online's 0.44; 4096 x 9001-16001 0.56-0.80 against
+      0.57-0.79 (split_row up to 2% ahead below 12288 columns, block_per_row 2% ahead at 16001). Past 16384
+      columns split_row: 4096x32001 0.86 against 0.73.
     - 16-bit backward rows: block_per_row, except in a 16384-column tile less than 3/4 used with more than 4 rows
       per SM, where split_row wins (4096 x 9001 / 10001 / 12001: 0.69 / 0.73 / 0.79 against 0.65 / 0.68 / 0.76; at
       14001 0.84 against 0.83, at 16001 0.87 against 0.88), and past 8192 columns with at most 4 rows per SM, where
       block_online does (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). block_per_row reads
       0.71-0.93 at 4096 x 5001-8001, 0.99-1.01 at 24001 and 32001 (split_row 0.87-0.88), 0.77-0.78 at 1024 x 8001
       and 16001.
-    - fp32 forward rows: block_per_row, except in a 16384-column tile less than 3/4 used, where block_online wins
-      (4096 x 9001 / 10001: 0.87 / 0.90 against 0.83 / 0.88; 12001 reads even, 0.94 / 0.95), and past 16384
-      columns with more than 4 rows per SM, where split_row takes the rows block_per_row does not (4096x24001 0.86
-      against 0.84 / 0.81). block_per_row where it fills 3/4 of its tile: 4096 x 14001 / 16001 / 32001 0.97 / 0.96
-      / 0.92 against block_online's 0.90 / 0.84 / 0.77; 1024x16001 0.91 against 0.80; 264x16001 0.72 against
-      0.63. In the 8192-column tile, with its register cap (EDGES_FORWARD_MAXNREG; results/h200/experiments/
-      softmax-triton-fa7333a-block-per-row-edges-forward-maxnreg-after.json, perf log, "Session 52"), at any use:
-      4096 x 5001 / 6001 / 7001 / 8001 0.88 / 0.94 / 0.96 / 0.96 against 0.74 / 0.84 / 0.92 / 0.95; 1024x8001 0.85
-      against 0.81; 264x8001 0.63 against 0.62. Since d33ce7d block_per_row reads 0.98 at 4096x12001 against
-      auto's block_online 0.94 (softmax-triton-a9e88f7-block-per-row-edges-forward-no-loop-after.json): the 3/4
-      bound is stale there, not re-swept at 9001-11001.
+    - fp32 forward rows: block_per_row, except in a 16384-column tile less than 3/4 used with at most 4 rows per SM,
+      where block_online wins (264x12001 0.69 against 0.66), and past 16384 columns in a tile less than 3/4 used,
+      where split_row (more than 4 rows per SM; 4096x24001 0.86 against 0.84 / 0.81) or block_online takes the row.
+      In the 16384-column tile with more rows, block_per_row (results/h200/experiments/
+      softmax-triton-fb439da-edges-forward-plans.json): 4096 x 10001 / 11001 / 12001 0.93 / 0.96 / 0.97 against
+      block_online's 0.92 / 0.94 / 0.94 (Liger 0.89 / 0.93 / 0.95); 1024 x 10001 / 12001 0.81 / 0.86 against 0.79 /
+      0.85; 4096x9001 0.885 against 0.893, inside that run's noise band (0.990-1.005). Where it fills 3/4 of its
+      tile: 4096 x 14001 / 16001 / 32001 0.97 / 0.96 / 0.92 against block_online's 0.90 / 0.84 / 0.77; 1024x16001
+      0.92 against 0.80; 264x16001 0.72 against 0.63. In the 8192-column tile, with its register cap
+      (EDGES_FORWARD_MAXNREG), at any use: 4096 x 5001 / 6001 / 7001 / 8001 0.88 / 0.94 / 0.96 / 0.96 against
+      0.74 / 0.84 / 0.92 / 0.95; 1024x8001 0.85 against 0.81; 264x8001 0.63 against 0.62.
     - fp32 backward rows keep the usual plan: block_per_row 0.92-1.01 at 4096 rows of 5001-16001 columns and 1024 of
       8001 / 16001 (split_row 0.77-0.91, block_online 0.63-0.88), block_online past 16384 (4096x24001 0.91 against
       0.63).
@@ -1095,17 +1093,19 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
         return None
     many = rows > 4 * sms
     tile_mostly_used = 4 * cols >= 3 * triton.next_power_of_2(cols)
-    if dtype.itemsize == 2:
-        if cols <= 8192:
+    if direction == "bwd":
+        if dtype.itemsize == 4 or cols <= 8192:
             return None
-        if direction == "fwd":
-            return "split_row" if many else "block_online"
         if not many:
             return "block_online"
         return "split_row" if cols <= 16384 and not tile_mostly_used else None
-    if direction == "bwd" or cols <= 8192 or tile_mostly_used:
+    if cols <= 8192:
         return None
-    return "split_row" if many and cols > BLOCK_PER_ROW_MAX_COLS // 2 else "block_online"
+    if cols <= 16384:
+        return None if many or dtype.itemsize == 2 or tile_mostly_used else "block_online"
+    if dtype.itemsize == 4 and tile_mostly_used:
+        return None
+    return "split_row" if many else "block_online"
 
 
 def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
