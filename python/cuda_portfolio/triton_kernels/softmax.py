@@ -180,7 +180,9 @@ def _row_phase(offset, ptr, EDGES: tl.constexpr, INT32: tl.constexpr):
     16-byte aligned, by its launch specialization); 0 otherwise. Every operand's rows share it (rows_share_phase).
     INT32 gives it as int32, so the span bounds built on it (_span_body, _span_edges, the masks) are 32-bit
     arithmetic: the streaming plans take it (A/B, perf log "Session 53": block_online 2-25% faster, split_row even).
-    block_per_row's held rows keep int64: with int32 its fp32 forward's uncapped 32-warp tiles read 0.96 -> 0.76."""
+    block_per_row takes it for 16-bit forward rows on its one-row grid (_softmax_row_held); its fp32 rows keep int64
+    (with int32 the fp32 forward's uncapped 32-warp tiles read 0.96 -> 0.76), and so do its backward and prefetching
+    loop."""
     if EDGES:
         if INT32:
             return offset.to(tl.int32) & (128 // ptr.dtype.element_ty.primitive_bitwidth - 1)
@@ -1256,13 +1258,11 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
 # block_per_row's EDGES forward holds a row as split_row holds a chunk, and ptxas (sm_90a) gives it 59-64 registers
 # where the 16-byte kernel takes 22-34: an SM holds one 32-warp program at 16-bit 16384 columns instead of two, two
 # 16-warp programs at 8192 instead of three or four (bf16 4096x16001 read 0.47 of copy against 4096x16000's 0.92,
-# perf log, session 50). Capped at the 16-byte kernel's residency: 40 registers at 16 warps (three programs), 32 at
-# 32 (two), no spills. fp32's 32-warp program takes 32 uncapped (capped at 32 it spills 8 bytes), so it keeps none.
-# Measured (perf log, session 52): bf16 4096x16001 0.46 -> 0.65, 4096x10001-14001 +42-46%, fp32 4096x5001 0.71 ->
-# 0.88; bf16 at 8192 columns unchanged (4096x8001 0.70), so registers are not all the 16-bit EDGES forward lacks.
-# Since the row runs without its loop (d33ce7d) the 16-bit 16-warp program fits 32 registers without spilling: four
-# programs per SM, the aligned kernel's residency (ncu, session 53: 75% theoretical occupancy at 40). fp32's spills
-# 20 bytes at 32, 4 at 36, so it keeps 40.
+# perf log, session 50). Capped at the 16-byte kernel's residency, no spills: 16-bit rows 32 registers at 16 warps
+# (four programs; it fits since the row runs without its loop, d33ce7d) and at 32 (two); fp32 rows 40 at 16 warps
+# (three: they spill 20 bytes at 32, 4 at 36). fp32's 32-warp program takes 32 uncapped (capped at 32 it spills 8
+# bytes), so it keeps none. Measured (perf log, sessions 52 and 54): bf16 4096x16001 0.46 -> 0.65, fp32 4096x5001
+# 0.71 -> 0.88; the 16-bit 16-warp cap from 40 to 32, bf16 4096x8001 0.82 -> 0.92.
 EDGES_FORWARD_MAXNREG = {(2, 16): 32, (2, 32): 32, (4, 16): 40}  # (element size, warps) -> registers per thread
 
 
