@@ -9,7 +9,6 @@ import os
 from unittest import mock
 
 import torch
-import triton
 
 import cuda_portfolio as cp
 from cuda_portfolio.softmax import _backend_module
@@ -58,25 +57,29 @@ class SoftmaxGpuTest(GpuTestCase):
                         alignment = module._alignment(plan, (x,), cols)  # block_per_row's EDGES moves whole units
                         units = any(alignment)
                         for direction in ("fwd", "bwd"):
-                            picked = module._TUNED[module._bucket(plan, x, direction, units)]
-                            self.assertIn(picked, module.candidate_configs(plan, dtype, triton.next_power_of_2(cols),
-                                                                           direction, units))
+                            picked = module._TUNED[module._bucket(plan, x, direction, alignment)]
+                            tile = module._tile_cols(plan, x, direction, alignment)
+                            self.assertIn(picked, module.candidate_configs(plan, dtype, tile, direction, units))
                             text = module.kernel_config(x, plan, direction, alignment)
                             self.assertTrue(text.endswith(", tuned"), text)
                         self.check_direct(module, plan, rows, cols, dtype)  # the picks, again
 
     def test_triton_every_tuning_candidate_runs_correctly(self):
         """Each configuration the tuner may pick (warps, and the block_per_row forward's load hint), pinned as the
-        bucket's pick one at a time, forward and backward against float64."""
+        bucket's pick one at a time, forward and backward against float64; block_per_row's 16-bit rows in its
+        three-quarter tiles too (block_per_row_tile: EDGES rows of 5001 and 9001 columns, 16-byte rows of 9008; the
+        backward at 9001 and 9008)."""
         module = _backend_module("triton")
-        for plan, rows, cols in (("warp_per_row", 37, 1000), ("block_per_row", 37, 5000), ("block_per_row", 5, 32768)):
+        for plan, rows, cols in (("warp_per_row", 37, 1000), ("block_per_row", 37, 5000), ("block_per_row", 5, 32768),
+                                 ("block_per_row", 37, 5001), ("block_per_row", 37, 9001), ("block_per_row", 37, 9008)):
             for dtype in (torch.float32, torch.bfloat16):
                 x = torch.empty(rows, cols, device="cuda", dtype=dtype)
-                units = any(module._alignment(plan, (x,), cols))
-                picks = {d: module.candidate_configs(plan, dtype, triton.next_power_of_2(cols), d, units)
+                alignment = module._alignment(plan, (x,), cols)
+                picks = {d: module.candidate_configs(plan, dtype, module._tile_cols(plan, x, d, alignment), d,
+                                                     any(alignment))
                          for d in ("fwd", "bwd")}
                 for i in range(max(map(len, picks.values()))):
-                    pinned = {module._bucket(plan, x, d, units): c[min(i, len(c) - 1)] for d, c in picks.items()}
+                    pinned = {module._bucket(plan, x, d, alignment): c[min(i, len(c) - 1)] for d, c in picks.items()}
                     with self.subTest(plan=plan, dtype=dtype, cols=cols, configs=list(pinned.values())), \
                             mock.patch.dict(module._TUNED, pinned):
                         self.check_direct(module, plan, rows, cols, dtype)

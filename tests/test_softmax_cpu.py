@@ -179,7 +179,7 @@ class TritonSoftmaxTuningTest(unittest.TestCase):
             with mock.patch.object(torch.cuda, "is_current_stream_capturing", lambda: True):
                 self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", (True, False), None), table)
                 # A bucket tuned before the capture keeps its pick inside it.
-                triton_softmax._TUNED[triton_softmax._bucket("block_per_row", t, "bwd", True)] = wider
+                triton_softmax._TUNED[triton_softmax._bucket("block_per_row", t, "bwd", (True, False))] = wider
                 self.assertEqual(triton_softmax._config_for("block_per_row", t, "bwd", (True, False), None), wider)
             triton_softmax._TUNED.clear()
             with mock.patch.dict("os.environ", {"CUDA_PORTFOLIO_NO_TUNING": "1"}):
@@ -372,8 +372,9 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
     def test_edges_forward_launches_with_the_register_cap(self):
         """block_per_row's EDGES forward launches capped (EDGES_FORWARD_MAXNREG), and the kernels compiled ahead of
         time for the spill test carry the same cap; rows of whole units, 8-warp programs, fp32's 32-warp program
-        and the prefetching form launch uncapped."""
-        cap = triton_softmax._edges_forward_maxnreg
+        and the prefetching form launch uncapped, except in the three-quarter tiles (PIECES_MAXNREG, either
+        alignment)."""
+        cap = triton_softmax._forward_maxnreg
         for dtype, warps, expected in ((torch.bfloat16, 16, 32), (torch.bfloat16, 32, 32), (torch.float16, 32, 32),
                                        (torch.float32, 16, 40), (torch.float32, 32, None), (torch.bfloat16, 8, None)):
             config = triton_softmax.LaunchConfig(8192, warps, 1)
@@ -381,18 +382,80 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                 self.assertEqual(cap(config, dtype.itemsize, True), expected)
                 self.assertIsNone(cap(config, dtype.itemsize, False))
                 self.assertIsNone(cap(config._replace(prefetch=True), dtype.itemsize, True))
-        x = torch.randn(3, 5001, dtype=torch.bfloat16)
-        with mock.patch.object(triton_softmax.softmax_fwd_block_per_row_kernel, "run",
-                               wraps=triton_softmax.softmax_fwd_block_per_row_kernel.run) as launch:
-            triton_softmax.forward(x, torch.empty_like(x), "block_per_row")
-        warps = launch.call_args.kwargs["num_warps"]
-        self.assertEqual(launch.call_args.kwargs["maxnreg"], triton_softmax.EDGES_FORWARD_MAXNREG.get((2, warps)))
+        for cols, tile in ((8001, 8192), (5001, 6144)):  # a power-of-two tile, a three-quarter one
+            x = torch.randn(3, cols, dtype=torch.bfloat16)
+            with mock.patch.object(triton_softmax.softmax_fwd_block_per_row_kernel, "run",
+                                   wraps=triton_softmax.softmax_fwd_block_per_row_kernel.run) as launch:
+                triton_softmax.forward(x, torch.empty_like(x), "block_per_row")
+            warps = launch.call_args.kwargs["num_warps"]
+            self.assertEqual(launch.call_args.kwargs["BLOCK_N"], tile)
+            expected = triton_softmax.EDGES_FORWARD_MAXNREG.get((2, warps)) if tile == 8192 else \
+                triton_softmax.PIECES_MAXNREG[tile, warps]
+            self.assertEqual(launch.call_args.kwargs["maxnreg"], expected)
+        self.assertEqual(triton_softmax.PIECES_MAXNREG[6144, 8], 40)
+        self.assertEqual(cap(triton_softmax.LaunchConfig(12288, 16, 1), 2, False), 40)
+        tiles = set()
         for spec in triton_softmax.aot_specs(torch.bfloat16):
-            if spec.name == "softmax_fwd_block_per_row_kernel" and spec.constexprs["EDGES"]:
-                expected = None if spec.constexprs["PREFETCH"] else \
-                    triton_softmax.EDGES_FORWARD_MAXNREG.get((2, spec.options["num_warps"]))
+            if spec.name == "softmax_fwd_block_per_row_kernel":
+                block_n, warps, edges = spec.constexprs["BLOCK_N"], spec.options["num_warps"], spec.constexprs["EDGES"]
+                tiles.add((block_n, edges))
+                if block_n & (block_n - 1):
+                    expected = triton_softmax.PIECES_MAXNREG[block_n, warps]
+                elif spec.constexprs["PREFETCH"] or not edges:
+                    expected = None
+                else:
+                    expected = triton_softmax.EDGES_FORWARD_MAXNREG.get((2, warps))
                 with self.subTest(spec=spec.constexprs, options=spec.options):
                     self.assertEqual(spec.options.get("maxnreg"), expected)
+        # the spill test compiles the three-quarter tiles too, EDGES and 16-byte rows
+        self.assertTrue({(6144, True), (6144, False), (12288, True), (12288, False)} <= tiles, tiles)
+
+    def test_block_per_row_three_quarter_tiles_hold_two_pieces(self):
+        """16-bit rows in whole 16-byte units (EDGES, or the 16-byte specialization) that fill at most 3/4 of
+        block_per_row's tile are held in 3/4 of it, as a half and a quarter (_softmax_pieces_held,
+        _grad_pieces_held): forward in the 8192- and 16384-column tiles at half the warps, backward in the 16384 one
+        at its 16 warps and 64 registers. Lengths near the bounds, EDGES rows at every 16-byte phase, forward and
+        backward against float64, inputs unchanged, nothing written outside the rows. Other rows keep the power of
+        two."""
+        tile = triton_softmax.block_per_row_tile
+        for cols, fwd, bwd in ((4096, 4096, 4096), (4097, 6144, 8192), (6144, 6144, 8192), (6145, 8192, 8192),
+                               (8193, 12288, 12288), (12288, 12288, 12288), (12289, 16384, 16384),
+                               (16385, 32768, 32768)):
+            self.assertEqual(tile(cols, torch.bfloat16, "fwd", True), fwd, cols)
+            self.assertEqual(tile(cols, torch.float16, "bwd", True), bwd, cols)
+            self.assertEqual(tile(cols, torch.bfloat16, "fwd", False), triton.next_power_of_2(cols), cols)  # no units
+            self.assertEqual(tile(cols, torch.float32, "fwd", True), triton.next_power_of_2(cols), cols)
+            self.assertEqual(tile(cols, torch.float32, "bwd", True), triton.next_power_of_2(cols), cols)
+        self.assertEqual(triton_softmax.launch_config("block_per_row", torch.bfloat16, 12288).num_warps, 16)
+        self.assertEqual(triton_softmax.launch_config("block_per_row", torch.bfloat16, 6144).num_warps, 8)
+        backward = triton_softmax.launch_config("block_per_row", torch.bfloat16, 12288, "bwd")
+        self.assertEqual((backward.num_warps, backward.maxnreg), (16, 64))
+        kernels = {"fwd": triton_softmax.softmax_fwd_block_per_row_kernel,
+                   "bwd": triton_softmax.softmax_bwd_block_per_row_kernel}
+        for dtype in (torch.bfloat16, torch.float16):
+            unit = 16 // dtype.itemsize
+            for cols in (4097, 5001, 6143, 8193, 12287, 4112, 6128, 8208, 12272):
+                with self.subTest(dtype=dtype, cols=cols):
+                    rows = unit  # odd lengths: row r starts r * cols % unit elements past a 16-byte boundary
+                    x, dy = ((torch.randn(rows, cols + 16) * 3).to(dtype)[:, :cols] for _ in range(2))
+                    x_before, dy_before = x.clone(), dy.clone()
+                    y_store, dx_store = (torch.full((rows, cols + 16), float("nan"), dtype=dtype) for _ in range(2))
+                    y, dx = y_store[:, :cols], dx_store[:, :cols]
+                    aligned, edges = triton_softmax._alignment("block_per_row", (x, y), cols)
+                    self.assertEqual((aligned, edges), (cols % 16 == 0, cols % 16 != 0))
+                    with mock.patch.object(kernels["fwd"], "run", wraps=kernels["fwd"].run) as forward:
+                        triton_softmax.forward(x, y, "block_per_row")
+                    y_before = y.clone()
+                    with mock.patch.object(kernels["bwd"], "run", wraps=kernels["bwd"].run) as backward:
+                        triton_softmax.backward(y, dy, dx, "block_per_row")
+                    self.assertEqual((forward.call_args.kwargs["BLOCK_N"], backward.call_args.kwargs["BLOCK_N"]),
+                                     (tile(cols, dtype, "fwd", True), tile(cols, dtype, "bwd", True)))
+                    self.assertTrue(torch.equal(x, x_before) and torch.equal(dy, dy_before)
+                                    and torch.equal(y, y_before), "modified an input")
+                    self.assertLessEqual(relative_error(y, torch.softmax(x.double(), -1)), TOLERANCE[dtype])
+                    self.assertLessEqual(relative_error(dx, reference_grad(y, dy), grad_scale(y, dy)), TOLERANCE[dtype])
+                    self.assertTrue(y_store[:, cols:].isnan().all() and dx_store[:, cols:].isnan().all(),
+                                    "wrote outside the output rows")
 
     def test_span_body_and_edges_cover_every_element_once(self):
         @triton.jit

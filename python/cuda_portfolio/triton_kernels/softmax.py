@@ -9,6 +9,9 @@ memory, which Triton cannot express):
                  registers; one read + one write. Bound: bytes.
   block_per_row  cols <= 32768: one program per row, held whole in registers (BLOCK_N =
                  next_pow2(cols) spread over up to 32 warps); one read + one write. Bound: bytes.
+                 16-bit forward rows of whole units that fill at most 3/4 of an 8192- or
+                 16384-column tile are held in 3/4 of it, a half and a quarter, at half the
+                 warps (block_per_row_tile), so no quarter of the lanes holds nothing.
                  Not persistent: the hardware starts a row's program wherever one finishes, so the
                  grid never depends on how many programs ptxas's register count lets an SM hold (a
                  persistent grid sized at 64 warps per SM ran its last quarter to half as a second
@@ -181,8 +184,8 @@ def _row_phase(offset, ptr, EDGES: tl.constexpr, INT32: tl.constexpr):
     INT32 gives it as int32, so the span bounds built on it (_span_body, _span_edges, the masks) are 32-bit
     arithmetic: the streaming plans take it (A/B, perf log "Session 53": block_online 2-25% faster, split_row even).
     block_per_row takes it for 16-bit forward rows on its one-row grid (_softmax_row_held); its fp32 rows keep int64
-    (with int32 the fp32 forward's uncapped 32-warp tiles read 0.96 -> 0.76), and so do its backward and prefetching
-    loop."""
+    (with int32 the fp32 forward's uncapped 32-warp tiles read 0.96 -> 0.76), and so do its prefetching loop and its
+    backward outside the three-quarter tiles (block_per_row_tile)."""
     if EDGES:
         if INT32:
             return offset.to(tl.int32) & (128 // ptr.dtype.element_ty.primitive_bitwidth - 1)
@@ -374,14 +377,43 @@ def softmax_bwd_warp_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 @triton.jit
 def _softmax_row_held(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, HELD_N: tl.constexpr,
                       INT32: tl.constexpr):
-    """block_per_row's EDGES forward of one row: held as split_row holds a chunk (_load_held, _softmax_held).
+    """block_per_row's EDGES forward of one row: held as split_row holds a chunk (_load_held, _softmax_held), or,
+    in a three-quarter tile (HELD_N not a power of two, block_per_row_tile), as two pieces (_softmax_pieces_held).
     INT32: _row_phase's; 16-bit rows take it on the one-row-per-program grid (SASS: 336 -> 296 instructions in the
     8192-column tile); fp32 rows keep int64, with which their 32-warp 16384-column tile keeps 32 registers (41), and
     so does the prefetching grid's loop (bf16: 53 registers, 61 with int32; session 53's A/B of int32 there: -3%)."""
     phase = _row_phase(row * x_row_stride, x_ptr, True, INT32=INT32)
-    x, x_edges = _load_held(_row_frame(x_ptr, row * x_row_stride, phase, True), phase, phase + cols, float("-inf"),
-                            HELD_N, True)
-    _softmax_held(_row_frame(y_ptr, row * y_row_stride, phase, True), phase, phase + cols, x, x_edges, HELD_N, True)
+    if (HELD_N & (HELD_N - 1)) == 0:
+        x, x_edges = _load_held(_row_frame(x_ptr, row * x_row_stride, phase, True), phase, phase + cols,
+                                float("-inf"), HELD_N, True)
+        _softmax_held(_row_frame(y_ptr, row * y_row_stride, phase, True), phase, phase + cols, x, x_edges, HELD_N,
+                      True)
+    else:
+        _softmax_pieces_held(_row_frame(x_ptr, row * x_row_stride, phase, True),
+                             _row_frame(y_ptr, row * y_row_stride, phase, True), phase, phase + cols,
+                             HELD_N // 3 * 2, HELD_N // 3, True)
+
+
+@triton.jit
+def _softmax_pieces_held(x_row, y_row, start, stop, HEAD_N: tl.constexpr, TAIL_N: tl.constexpr, EDGES: tl.constexpr):
+    """y_row[start:stop] = softmax of a 16-bit row held as two pieces: [start, HEAD_N) in a HEAD_N-column tile and
+    [HEAD_N, stop) in a TAIL_N one. With EDGES the columns are the row's frame's (_row_frame): HEAD_N is a 16-byte
+    boundary, so each piece is whole units between its own edges; without, the row is 16-byte rows' (start 0).
+    Three quarters of the power-of-two tile the row would take, so no quarter of the program's lanes loads nothing:
+    bf16 4096x9008 read 0.59 of copy in the 16384-column tile (ncu, session 54). One exponential per element, as
+    _softmax_held's 16-bit form. start and stop are tensors: _span_body hints the pieces' bounds with tl.multiple_of."""
+    dtype: tl.constexpr = x_row.dtype.element_ty
+    tl.static_assert(dtype.primitive_bitwidth == 16, "the two-piece row is the 16-bit forward's")
+    split = tl.full([], HEAD_N, stop.dtype)
+    head, head_edges = _load_held(x_row, start, split, float("-inf"), HEAD_N, EDGES)
+    tail, tail_edges = _load_held(x_row, split, stop, float("-inf"), TAIL_N, EDGES)
+    m = _max_nan(_held_max(head, head_edges, dtype), _held_max(tail, tail_edges, dtype))
+    e_head_low, e_head_high, e_head_edges = _exp_pairs(head, head_edges, m, dtype)
+    e_tail_low, e_tail_high, e_tail_edges = _exp_pairs(tail, tail_edges, m, dtype)
+    inv_sum = 1.0 / (tl.sum(e_head_low + e_head_high, axis=0) + tl.sum(e_tail_low + e_tail_high, axis=0)
+                     + tl.sum(e_head_edges + e_tail_edges, axis=0))
+    _store_scaled_pairs(y_row, start, split, e_head_low, e_head_high, e_head_edges, inv_sum, HEAD_N, EDGES)
+    _store_scaled_pairs(y_row, split, stop, e_tail_low, e_tail_high, e_tail_edges, inv_sum, TAIL_N, EDGES)
 
 
 @triton.jit
@@ -396,6 +428,9 @@ def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_r
         else:  # a program per row: no loop, whose induction state ptxas would set up in the prologue
             _softmax_row_held(x_ptr, y_ptr, first, cols, x_row_stride, y_row_stride, HELD_N,
                               INT32=x_ptr.dtype.element_ty.primitive_bitwidth == 16)
+    elif BLOCK_N & (BLOCK_N - 1):  # 16-byte rows in a three-quarter tile (block_per_row_tile)
+        _softmax_pieces_held(x_ptr + first * x_row_stride, y_ptr + first * y_row_stride, tl.full([], 0, tl.int32),
+                             cols, BLOCK_N // 3 * 2, BLOCK_N // 3, False)
     else:
         col = tl.arange(0, BLOCK_N)
         mask = col < cols
@@ -418,7 +453,13 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
                                      BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     HELD_N: tl.constexpr = max(BLOCK_N, 16)  # _load_held's words: at least one whole unit of any dtype
-    if EDGES:  # the row held as split_row holds a chunk: whole 16-byte units, head and tail elements beside them
+    if EDGES and (HELD_N & (HELD_N - 1)):  # in a three-quarter tile (block_per_row_tile): two pieces
+        phase = _row_phase(row * y_row_stride, y_ptr, EDGES, INT32=True)  # int64: 84 registers uncapped, not 76
+        _grad_pieces_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES),
+                          _row_frame(dy_ptr, row * dy_row_stride, phase, EDGES),
+                          _row_frame(dx_ptr, row * dx_row_stride, phase, EDGES), phase, phase + cols,
+                          HELD_N // 3 * 2, HELD_N // 3, EDGES)
+    elif EDGES:  # the row held as split_row holds a chunk: whole 16-byte units, head and tail elements beside them
         phase = _row_phase(row * y_row_stride, y_ptr, EDGES, INT32=False)
         y, y_edges = _load_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES), phase, phase + cols, 0.0,
                                 HELD_N, EDGES)
@@ -427,6 +468,9 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
         dot = _held_dot(y, dy, y_edges, dy_edges, y_ptr.dtype.element_ty)
         _grad_held(_row_frame(dx_ptr, row * dx_row_stride, phase, EDGES), phase, phase + cols, y, dy, y_edges,
                    dy_edges, dot, HELD_N, EDGES)
+    elif BLOCK_N & (BLOCK_N - 1):  # 16-byte rows in a three-quarter tile
+        _grad_pieces_held(y_ptr + row * y_row_stride, dy_ptr + row * dy_row_stride, dx_ptr + row * dx_row_stride,
+                          tl.full([], 0, tl.int32), cols, BLOCK_N // 3 * 2, BLOCK_N // 3, False)
     else:
         col = tl.arange(0, BLOCK_N)
         mask = col < cols
@@ -667,16 +711,29 @@ def _softmax_held(row_ptr, start, stop, held, edges, BLOCK_N: tl.constexpr, EDGE
     dtype: tl.constexpr = row_ptr.dtype.element_ty
     if dtype.primitive_bitwidth == 16:
         m = _held_max(held, edges, dtype)
-        e_edges = _exp(edges - m)
-        low, high = _pair_values(held, dtype)
-        e_low = _exp(low - m)
-        e_high = _exp(high - m)
+        e_low, e_high, e_edges = _exp_pairs(held, edges, m, dtype)
         inv_sum = 1.0 / (tl.sum(e_low + e_high, axis=0) + tl.sum(e_edges, axis=0))
-        _store_held(row_ptr, start, stop, _pack_pairs(e_low * inv_sum, e_high * inv_sum, dtype), e_edges * inv_sum,
-                    BLOCK_N, EDGES)
+        _store_scaled_pairs(row_ptr, start, stop, e_low, e_high, e_edges, inv_sum, BLOCK_N, EDGES)
     else:
         row_max, row_sum = _held_max_sum(held, edges, dtype)
         _normalize_held(row_ptr, start, stop, held, edges, row_max, 1.0 / row_sum, BLOCK_N, EDGES)
+
+
+@triton.jit
+def _exp_pairs(held, edges, m, dtype: tl.constexpr):
+    """exp(x - m) of a held 16-bit chunk (_load_held): its words' low and high elements, and its edges, in fp32."""
+    e_edges = _exp(edges - m)
+    low, high = _pair_values(held, dtype)
+    return _exp(low - m), _exp(high - m), e_edges
+
+
+@triton.jit
+def _store_scaled_pairs(row_ptr, start, stop, e_low, e_high, e_edges, scale, BLOCK_N: tl.constexpr,
+                        EDGES: tl.constexpr):
+    """row_ptr[start:stop] = _exp_pairs' values times scale, rounded to row_ptr's 16-bit dtype (_store_held)."""
+    dtype: tl.constexpr = row_ptr.dtype.element_ty
+    _store_held(row_ptr, start, stop, _pack_pairs(e_low * scale, e_high * scale, dtype), e_edges * scale, BLOCK_N,
+                EDGES)
 
 
 @triton.jit
@@ -701,6 +758,24 @@ def _held_dot(y, dy, y_edges, dy_edges, dtype: tl.constexpr):
     else:
         body = tl.sum(y * dy, axis=0)
     return body + tl.sum(y_edges * dy_edges, axis=0)
+
+
+@triton.jit
+def _grad_pieces_held(y_row, dy_row, dx_row, start, stop, HEAD_N: tl.constexpr, TAIL_N: tl.constexpr,
+                      EDGES: tl.constexpr):
+    """dx_row[start:stop] = y * (dy - sum(y * dy)) of a 16-bit row held as two pieces, as _softmax_pieces_held holds
+    the forward's: [start, HEAD_N) and [HEAD_N, stop) of each operand, start and stop tensors."""
+    dtype: tl.constexpr = y_row.dtype.element_ty
+    tl.static_assert(dtype.primitive_bitwidth == 16, "the two-piece row is 16-bit")
+    split = tl.full([], HEAD_N, stop.dtype)
+    y_head, y_head_edges = _load_held(y_row, start, split, 0.0, HEAD_N, EDGES)
+    dy_head, dy_head_edges = _load_held(dy_row, start, split, 0.0, HEAD_N, EDGES)
+    y_tail, y_tail_edges = _load_held(y_row, split, stop, 0.0, TAIL_N, EDGES)
+    dy_tail, dy_tail_edges = _load_held(dy_row, split, stop, 0.0, TAIL_N, EDGES)
+    dot = (_held_dot(y_head, dy_head, y_head_edges, dy_head_edges, dtype)
+           + _held_dot(y_tail, dy_tail, y_tail_edges, dy_tail_edges, dtype))
+    _grad_held(dx_row, start, split, y_head, dy_head, y_head_edges, dy_head_edges, dot, HEAD_N, EDGES)
+    _grad_held(dx_row, split, stop, y_tail, dy_tail, y_tail_edges, dy_tail_edges, dot, TAIL_N, EDGES)
 
 
 @triton.jit
@@ -816,7 +891,8 @@ def _register_residency(num_warps: int, registers: int) -> tuple[int, int | None
 @functools.lru_cache(maxsize=None)
 def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = "fwd",
                   aligned: bool = True) -> LaunchConfig:
-    """The fixed configuration for (plan, dtype, next_pow2(cols), direction, aligned).
+    """The fixed configuration for (plan, dtype, next_pow2(cols), direction, aligned); for block_per_row, cols_p2 is
+    its tile (block_per_row_tile), which may be three quarters of a power of two.
 
     Sized for bandwidth: about 16 fp32 values per thread per tile (no spills), 4096-element tiles for
     the multi-row warp_per_row programs. The streaming plans (block_online, split_row) share a configuration:
@@ -840,6 +916,10 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         # programs at 32768 columns fell to 0.73-0.96 of copy where 16 warps reach 0.95-1.00.
         prefetch = direction == "fwd" and dtype.itemsize == 2 and cols_p2 == BLOCK_PER_ROW_MAX_COLS
         most_warps = 32 if direction == "fwd" else 16
+        if cols_p2 & (cols_p2 - 1):  # a three-quarter tile (block_per_row_tile)
+            if direction == "bwd":  # the 16384-column tile's 16 warps, two programs per SM at 64 registers
+                return LaunchConfig(cols_p2, 16, 1, maxnreg=THREE_QUARTER_BACKWARD_MAXNREG)
+            return LaunchConfig(cols_p2, triton.next_power_of_2(cols_p2) // 1024, 1)  # half the power of two's warps
         return LaunchConfig(cols_p2, min(most_warps, max(4, cols_p2 // 512)), 1, prefetch=prefetch,
                             load_hint="evict_first" if prefetch else "")
     # block_online and split_row stream tiles; 16-bit inputs take twice the columns per tile.
@@ -1202,9 +1282,32 @@ def candidate_configs(plan: str, dtype: torch.dtype, cols_p2: int, direction: st
     return warps
 
 
-def _bucket(plan: str, t: torch.Tensor, direction: str, aligned: bool) -> tuple:
-    rows, cols = t.shape
-    return t.device, plan, t.dtype, triton.next_power_of_2(rows), triton.next_power_of_2(cols), direction, aligned
+def block_per_row_tile(cols: int, dtype: torch.dtype, direction: str, units: bool) -> int:
+    """The columns block_per_row holds a row of `cols` in: the power of two at or above it, or three quarters of
+    that for 16-bit rows in whole 16-byte units (`units`: the 16-byte specialization or EDGES, _alignment) that
+    fill at most 3/4 of the tile, as a half and a quarter (_softmax_pieces_held, _grad_pieces_held):
+    - forward, 8192- and 16384-column tiles (6144, 12288), which launch_config gives half the warps, so each thread
+      holds 24 elements, not 16 of which a quarter or more load nothing;
+    - backward, the 16384-column tile (12288) at its 16 warps, which fits 64 registers (two programs per SM) where
+      the 16384-column tile takes 79-82 (one). In the 8192-column tile both hold two (6144: 48-62 registers)."""
+    tile = triton.next_power_of_2(cols)
+    pieced = (8192, 16384) if direction == "fwd" else (16384,)
+    if units and dtype.itemsize == 2 and tile in pieced and 4 * cols <= 3 * tile:
+        return tile // 4 * 3
+    return tile
+
+
+def _tile_cols(plan: str, t: torch.Tensor, direction: str, alignment: tuple[bool, bool]) -> int:
+    """launch_config's `cols_p2` for `plan` on 2-D t: block_per_row's tile (block_per_row_tile), else the power of
+    two at or above the row's length."""
+    if plan == "block_per_row":
+        return block_per_row_tile(t.shape[1], t.dtype, direction, any(alignment))
+    return triton.next_power_of_2(t.shape[1])
+
+
+def _bucket(plan: str, t: torch.Tensor, direction: str, alignment: tuple[bool, bool]) -> tuple:
+    return (t.device, plan, t.dtype, triton.next_power_of_2(t.shape[0]), _tile_cols(plan, t, direction, alignment),
+            direction, any(alignment))
 
 
 def _table_config(plan: str, t: torch.Tensor, direction: str, alignment: tuple[bool, bool]) -> LaunchConfig:
@@ -1212,7 +1315,7 @@ def _table_config(plan: str, t: torch.Tensor, direction: str, alignment: tuple[b
     for block_online's backward its programs per SM (block_online_backward_config). `alignment`: the launch's
     (16-byte specialization, EDGES) (_alignment); either means it moves whole 16-byte units."""
     units = any(alignment)
-    config = launch_config(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, units)
+    config = launch_config(plan, t.dtype, _tile_cols(plan, t, direction, alignment), direction, units)
     if plan == "split_row":
         return split_row_config(config, t.shape[1], t.dtype, direction, units, t.device)
     if plan == "block_online" and direction == "bwd":
@@ -1223,10 +1326,10 @@ def _table_config(plan: str, t: torch.Tensor, direction: str, alignment: tuple[b
 def _config_for(plan: str, t: torch.Tensor, direction: str, alignment: tuple[bool, bool], launcher) -> LaunchConfig:
     """The configuration to launch for `plan` on 2-D t (`alignment` as _table_config's): the bucket's tuned pick,
     timing the candidates on the first call (launcher(config) -> a zero-argument launch)."""
-    key = _bucket(plan, t, direction, any(alignment))
+    key = _bucket(plan, t, direction, alignment)
     if key in _TUNED:
         return _TUNED[key]
-    candidates = candidate_configs(plan, t.dtype, triton.next_power_of_2(t.shape[1]), direction, any(alignment))
+    candidates = candidate_configs(plan, t.dtype, _tile_cols(plan, t, direction, alignment), direction, any(alignment))
     if len(candidates) == 1 or not t.is_cuda or tuning_off() or torch.cuda.is_current_stream_capturing():
         return _table_config(plan, t, direction, alignment)
     _TUNED[key] = fastest(candidates, launcher, t.device, f"softmax {plan} configuration")
@@ -1236,7 +1339,7 @@ def _config_for(plan: str, t: torch.Tensor, direction: str, alignment: tuple[boo
 def kernel_config(t: torch.Tensor, plan: str, direction: str, alignment: tuple[bool, bool]) -> str:
     """What runs for `plan` on 2-D t now (`alignment` as _table_config's), as text (the benchmark records it):
     warps, tile columns, and whether the bucket's warps were tuned."""
-    config = _TUNED.get(_bucket(plan, t, direction, any(alignment)))
+    config = _TUNED.get(_bucket(plan, t, direction, alignment))
     tuned = config is not None
     if config is None:
         config = _table_config(plan, t, direction, alignment)
@@ -1264,10 +1367,23 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
 # bytes), so it keeps none. Measured (perf log, sessions 52 and 54): bf16 4096x16001 0.46 -> 0.65, fp32 4096x5001
 # 0.71 -> 0.88; the 16-bit 16-warp cap from 40 to 32, bf16 4096x8001 0.82 -> 0.92.
 EDGES_FORWARD_MAXNREG = {(2, 16): 32, (2, 32): 32, (4, 16): 40}  # (element size, warps) -> registers per thread
+# The three-quarter tiles (16-bit, block_per_row_tile) at their table's warps hold 24 elements per thread: 40
+# registers without spilling (at 32, 18 bytes), so an SM holds three 16-warp programs of 12288 columns where it holds
+# two 32-warp ones of 16384, and six 8-warp programs of 6144 where it holds four 16-warp ones of 8192. Twice the
+# warps (the tuner's other candidate): 12 elements per thread, 32 registers, no spill.
+# The same at either alignment (EDGES or 16-byte rows).
+PIECES_MAXNREG = {(6144, 8): 40, (6144, 16): 32, (12288, 16): 40, (12288, 32): 32}  # (tile, warps) -> registers
+# The backward's 12288-column tile at 16 warps: 76 registers uncapped with EDGES (62 for 16-byte rows); at 64, two
+# programs per SM, and the EDGES kernel spills one word (an LDL and an STL, ptxas sm_90a). At 32 warps (the tuner's
+# other candidate) 53 uncapped, 56 at the cap: one program per SM either way.
+THREE_QUARTER_BACKWARD_MAXNREG = 64
 
 
-def _edges_forward_maxnreg(config: LaunchConfig, element_size: int, edges: bool) -> int | None:
-    """The register cap block_per_row's forward launches with (EDGES_FORWARD_MAXNREG), None for no cap."""
+def _forward_maxnreg(config: LaunchConfig, element_size: int, edges: bool) -> int | None:
+    """The register cap block_per_row's forward launches with: a three-quarter tile's (PIECES_MAXNREG), an EDGES
+    row's in a power-of-two tile (EDGES_FORWARD_MAXNREG), None for no cap."""
+    if config.block_n & (config.block_n - 1):
+        return PIECES_MAXNREG[config.block_n, config.num_warps]
     if not edges or config.prefetch:
         return None
     return EDGES_FORWARD_MAXNREG.get((element_size, config.num_warps))
@@ -1285,7 +1401,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
         softmax_fwd_block_per_row_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
                                                PREFETCH=config.prefetch, LOAD_HINT=config.load_hint, EDGES=edges,
                                                num_warps=config.num_warps,
-                                               maxnreg=_edges_forward_maxnreg(config, x2d.element_size(), edges))
+                                               maxnreg=_forward_maxnreg(config, x2d.element_size(), edges))
     elif plan == "block_online":
         grid = (_block_online_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
@@ -1353,7 +1469,7 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
             num_warps=config.num_warps)
     elif plan == "block_per_row":
         softmax_bwd_block_per_row_kernel[(rows,)](y2d, dy2d, dx2d, cols, *strides, BLOCK_N=config.block_n,
-                                               EDGES=edges, num_warps=config.num_warps)
+                                               EDGES=edges, num_warps=config.num_warps, maxnreg=config.maxnreg)
     elif plan == "block_online":
         grid = (_block_online_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
         softmax_bwd_block_online_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
@@ -1395,6 +1511,16 @@ def aot_specs(dtype: torch.dtype):
     def without_rows(signature):  # block_per_row backward: one program per row, the grid is the row count
         return {k: v for k, v in signature.items() if k != "rows"}
 
+    def block_per_row_forward(config, edges, specializations):  # launched with its EDGES register cap
+        capped = config._replace(maxnreg=_forward_maxnreg(config, dtype.itemsize, edges))
+        return ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
+                {"BLOCK_N": config.block_n, "PREFETCH": config.prefetch, "LOAD_HINT": config.load_hint,
+                 "EDGES": edges}, capped, specializations)
+
+    def block_per_row_backward(config, edges, specializations):
+        return ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, without_rows(bwd),
+                {"BLOCK_N": config.block_n, "EDGES": edges}, config, specializations)
+
     entries = []
     # The tuned plans: every candidate, at a width where the table has room to double its warps (8192 columns)
     # and at the widest rows (32768).
@@ -1408,15 +1534,18 @@ def aot_specs(dtype: torch.dtype):
         for cols_p2 in (8192, BLOCK_PER_ROW_MAX_COLS):
             for config in candidate_configs("block_per_row", dtype, cols_p2, direction, True):
                 for edges, specializations in ((False, both), (True, unaligned_only)):
-                    if direction == "fwd":
-                        capped = config._replace(maxnreg=_edges_forward_maxnreg(config, dtype.itemsize, edges))
-                        entries.append(("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
-                                        {"BLOCK_N": config.block_n, "PREFETCH": config.prefetch,
-                                         "LOAD_HINT": config.load_hint, "EDGES": edges}, capped, specializations))
-                    else:
-                        entries.append(("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel,
-                                        without_rows(bwd), {"BLOCK_N": config.block_n, "EDGES": edges}, config,
-                                        specializations))
+                    block_per_row = block_per_row_forward if direction == "fwd" else block_per_row_backward
+                    entries.append(block_per_row(config, edges, specializations))
+    if dtype.itemsize == 2:  # block_per_row's three-quarter tiles: 16-bit rows in whole units only
+        for cols in (6144, 12288):
+            for config in candidate_configs("block_per_row", dtype, block_per_row_tile(cols, dtype, "fwd", True),
+                                            "fwd", True):
+                entries.append(block_per_row_forward(config, False, aligned_only))
+                entries.append(block_per_row_forward(config, True, unaligned_only))
+        for config in candidate_configs("block_per_row", dtype, block_per_row_tile(12288, dtype, "bwd", True), "bwd",
+                                        True):
+            entries.append(block_per_row_backward(config, False, aligned_only))
+            entries.append(block_per_row_backward(config, True, unaligned_only))
     # The streaming kernels: EDGES=False in both specializations (unaligned: rows that do not share a phase), and
     # EDGES=True in the unaligned one, the only one it launches in, with the configuration of 16-byte rows.
     for edges, specializations in ((False, both), (True, unaligned_only)):
