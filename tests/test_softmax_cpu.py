@@ -524,14 +524,14 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
             self.assertEqual(triton_softmax.choose_plan(4096, 16383, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 16385, dtype, CPU), "split_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 16385, dtype, CPU), "block_online")
-            # backward: past 8192 columns block_online for at most 4 rows per SM; with more, split_row only where
-            # block_per_row's 16384-column tile is less than 3/4 used
+            # backward: past 8192 columns block_online for at most 4 rows per SM; with more, block_per_row
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 16001, dtype, CPU, "bwd"), "block_online")
             self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU, "bwd"), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU, "bwd"), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 8191, dtype, CPU, "bwd"), "block_per_row")
-            self.assertEqual(triton_softmax.choose_plan(4096, 8193, dtype, CPU, "bwd"), "split_row")
-            self.assertEqual(triton_softmax.choose_plan(4096, 12287, dtype, CPU, "bwd"), "split_row")
+            self.assertEqual(triton_softmax.choose_plan(4096, 8193, dtype, CPU, "bwd"), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 12287, dtype, CPU, "bwd"), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms, 12287, dtype, CPU, "bwd"), "block_online")
             self.assertEqual(triton_softmax.choose_plan(4096, 12289, dtype, CPU, "bwd"), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 24001, dtype, CPU, "bwd"), "block_per_row")
         # fp32 forward: block_per_row in its 8192-column tile, in the 16384-column tile with more than 4 rows per SM

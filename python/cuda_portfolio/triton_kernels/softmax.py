@@ -1149,12 +1149,13 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
       0.53 / 0.49 / 0.55 / 0.63; 264x12001 0.49 against block_online's 0.44; 4096 x 9001-16001 0.56-0.80 against
       0.57-0.79 (split_row up to 2% ahead below 12288 columns, block_per_row 2% ahead at 16001). Past 16384
       columns split_row: 4096x32001 0.86 against 0.73.
-    - 16-bit backward rows: block_per_row, except in a 16384-column tile less than 3/4 used with more than 4 rows
-      per SM, where split_row wins (4096 x 9001 / 10001 / 12001: 0.69 / 0.73 / 0.79 against 0.65 / 0.68 / 0.76; at
-      14001 0.84 against 0.83, at 16001 0.87 against 0.88), and past 8192 columns with at most 4 rows per SM, where
-      block_online does (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). block_per_row reads
-      0.71-0.93 at 4096 x 5001-8001, 0.99-1.01 at 24001 and 32001 (split_row 0.87-0.88), 0.77-0.78 at 1024 x 8001
-      and 16001.
+    - 16-bit backward rows: block_per_row, except past 8192 columns with at most 4 rows per SM, where block_online
+      wins (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). Since rows of at most 12288
+      columns run in its three-quarter tile (block_per_row_tile), block_per_row leads or ties split_row there too
+      (results/h200/experiments/softmax-triton-0fa6d92-block-per-row-three-quarter-tiles-after.json, bf16 / fp16):
+      4096x12001 0.86 / 0.86 against 0.80 / 0.80, 1024x10001 0.65 / 0.65 against 0.59 / 0.59, 4096 x 9001 / 10001
+      0.69-0.70 / 0.73-0.75 against 0.70 / 0.73-0.74. block_per_row reads 0.71-0.93 at 4096 x 5001-8001, 0.84 at
+      14001, 0.99-1.01 at 24001 and 32001 (split_row 0.87-0.88), 0.77-0.78 at 1024 x 8001 and 16001.
     - fp32 forward rows: block_per_row, except in a 16384-column tile less than 3/4 used with at most 4 rows per SM,
       where block_online wins (264x12001 0.69 against 0.66), and past 16384 columns in a tile less than 3/4 used,
       where split_row (more than 4 rows per SM; 4096x24001 0.86 against 0.84 / 0.81) or block_online takes the row.
@@ -1176,11 +1177,7 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     many = rows > 4 * sms
     tile_mostly_used = 4 * cols >= 3 * triton.next_power_of_2(cols)
     if direction == "bwd":
-        if dtype.itemsize == 4 or cols <= 8192:
-            return None
-        if not many:
-            return "block_online"
-        return "split_row" if cols <= 16384 and not tile_mostly_used else None
+        return None if dtype.itemsize == 4 or cols <= 8192 or many else "block_online"
     if cols <= 8192:
         return None
     if cols <= 16384:
