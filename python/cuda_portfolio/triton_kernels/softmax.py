@@ -1139,15 +1139,18 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     """choose_plan's pick for rows of at most BLOCK_PER_ROW_MAX_COLS whose length is not a multiple of 16, or None for
     its usual one. Such rows never run in the 16-byte specialization (rows_aligned); when their operands share a
     phase every plan here moves them in whole 16-byte units (EDGES). block_per_row holds a row in a power-of-two
-    tile, so what it wastes is the tile's unused part. Measured on the H200 in one process, each plan forced, ratio
-    to copy (results/h200/experiments/softmax-8aaf598-edges-plans.json; perf log, "Session 50"):
+    tile or, for 16-bit rows, three quarters of one (block_per_row_tile), so what it wastes is the tile's unused
+    part. Measured on the H200 in one process, each plan forced, ratio to copy
+    (results/h200/experiments/softmax-8aaf598-edges-plans.json; perf log, "Session 50"):
     - 16-bit forward rows: block_per_row in its 8192- and 16384-column tiles at any row count, split_row past them
       with more than 4 rows per SM, else block_online. With its register caps, one exponential per element, no row
       loop and the int32 phase (sessions 52-54), block_per_row leads or ties (results/h200/experiments/
       softmax-triton-8bc54df-edges-forward-plans.json, bf16, ratio to copy, against split_row's): 4096 x 6001 /
       8001 0.78 / 0.92 against 0.62 / 0.73; 1024 x 8001 / 10001 / 12001 / 16001 0.71 / 0.52 / 0.58 / 0.71 against
       0.53 / 0.49 / 0.55 / 0.63; 264x12001 0.49 against block_online's 0.44; 4096 x 9001-16001 0.56-0.80 against
-      0.57-0.79 (split_row up to 2% ahead below 12288 columns, block_per_row 2% ahead at 16001). Past 16384
+      0.57-0.79 (split_row up to 2% ahead below 12288 columns, block_per_row 2% ahead at 16001); the three-quarter
+      tiles since took 4096 x 9001 / 12001 to 0.72 / 0.86 (softmax-triton-0fa6d92-block-per-row-three-quarter-
+      tiles-after.json; split_row 0.68 at 12001 in softmax-b0b63a0-edges-forward-bf16-both-backends.json). Past 16384
       columns split_row: 4096x32001 0.86 against 0.73.
     - 16-bit backward rows: block_per_row, except past 8192 columns with at most 4 rows per SM, where block_online
       wins (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). Since rows of at most 12288
