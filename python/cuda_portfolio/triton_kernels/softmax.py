@@ -9,9 +9,10 @@ memory, which Triton cannot express):
                  registers; one read + one write. Bound: bytes.
   block_per_row  cols <= 32768: one program per row, held whole in registers (BLOCK_N =
                  next_pow2(cols) spread over up to 32 warps); one read + one write. Bound: bytes.
-                 16-bit forward rows of whole units that fill at most 3/4 of an 8192- or
-                 16384-column tile are held in 3/4 of it, a half and a quarter, at half the
-                 warps (block_per_row_tile), so no quarter of the lanes holds nothing.
+                 16-bit rows of whole units that fill at most 3/4 of the tile are held in 3/4
+                 of it, a half and a quarter (block_per_row_tile): forward 8192- and 16384-column
+                 tiles at half the warps, so no quarter of the lanes holds nothing; backward the
+                 16384-column tile, at two programs per SM instead of one.
                  Not persistent: the hardware starts a row's program wherever one finishes, so the
                  grid never depends on how many programs ptxas's register count lets an SM hold (a
                  persistent grid sized at 64 warps per SM ran its last quarter to half as a second
