@@ -13,6 +13,7 @@
 // at the same offset from a 16-byte boundary (the usual case for tensors of one shape), element
 // accesses otherwise.
 #pragma once
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 
@@ -99,6 +100,40 @@ struct Tile {
     for (int k = 0; k < kVecs; ++k) u[k] = load_vec<T, H>(row + first, k * step, unit_lo(k, lo), hi, vectors, fill);
   }
 
+  // The units whose offsets from tile_begin lie in [lo, hi) (both multiples of W, so each unit is
+  // wholly in or out) as one 16-byte load each, all in flight at once; the others read as `fill`.
+  // Every lane runs the same predicated code, whatever the row's phase (SegmentEdges).
+  __device__ __forceinline__ void load_units(const T* __restrict__ row, std::int64_t tile_begin, std::int64_t lo,
+                                             std::int64_t hi, int lane, int lanes, float fill) {
+    const std::int64_t own = static_cast<std::int64_t>(lane) * W;
+    const std::int64_t step = static_cast<std::int64_t>(lanes) * W;
+    const T filler = from_float<T>(fill);
+    const Vec<T> padding = make_vec<T>([&](int) { return filler; });
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const std::int64_t at = own + k * step;
+      u[k] = load_unit_or<T>(row + tile_begin + at, at >= lo && at < hi, padding);
+    }
+  }
+
+  // Writes value(k, j) over the units load_units() reads: 16-byte stores when `vectors` (the
+  // output sits at the input's phase), element stores otherwise.
+  template <typename F>
+  static __device__ __forceinline__ void store_units(T* __restrict__ row, std::int64_t tile_begin, std::int64_t lo,
+                                                     std::int64_t hi, int lane, int lanes, bool vectors, F value) {
+    const std::int64_t first = tile_begin + static_cast<std::int64_t>(lane) * W;
+    const std::int64_t step = static_cast<std::int64_t>(lanes) * W;
+    const std::int64_t own_lo = lo - (first - tile_begin), own_hi = hi - (first - tile_begin);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (k * step < own_lo || k * step >= own_hi) continue;
+      float out[W];
+#pragma unroll
+      for (int j = 0; j < W; ++j) out[j] = value(k, j);
+      store_vec<T>(row + first, k * step, own_lo, own_hi, vectors, out);
+    }
+  }
+
   // Writes value(k, j) (fp32) for element j of unit k, over the same units load() reads.
   template <L2Hint H = L2Hint::Normal, typename F>
   static __device__ __forceinline__ void store(T* __restrict__ row, std::int64_t tile_begin, std::int64_t begin,
@@ -130,6 +165,67 @@ __device__ __forceinline__ bool same_phase(const T* other, const T* lead, std::i
   return aligned || misalignment(other + begin) == misalignment(lead + begin);
 }
 
+// The fewest lanes a Scope reduces over: a block's, whole warps, unless it is a lane group's.
+template <typename Scope>
+constexpr int kScopeLanes = 32;
+
+// A single-tile segment [begin, end) split at the 16-byte units of its tiles (`origin`:
+// tile_origin's): the body [body_lo, body_hi), offsets from origin that are multiples of W, so each
+// unit in it is whole (Tile::load_units), and the edges, the fewer than W elements before it (a
+// segment that starts inside a unit) and after it (one that ends inside one). Edge slots 0..W-1
+// hold the head's elements, W..2W-1 the tail's; lane l holds slots l + i * lanes, one element each.
+// So the lane whose unit is ragged runs the same code as the others: when it took a per-element
+// path for its units, its warp ran both paths, and the bf16 block_per_row forward read 0.74 of copy
+// at 4096x8001 against 0.95 at 4096x8000 (docs/perf-log.md, session 55). kMinLanes: the Scope's
+// kScopeLanes.
+template <typename T, int kMinLanes>
+struct SegmentEdges {
+  static constexpr int W = vec_width<T>();
+  static constexpr int kSlots = (2 * W + kMinLanes - 1) / kMinLanes;  // per lane
+  int head, tail_end;    // begin and end as offsets from origin (a tile holds fewer than 2^31 elements)
+  int body_lo, body_hi;  // the body, the same way
+
+  __device__ __forceinline__ SegmentEdges(std::int64_t origin, std::int64_t begin, std::int64_t end)
+      : head(static_cast<int>(begin - origin)), tail_end(static_cast<int>(end - origin)) {
+    body_lo = head > 0 ? W : 0;  // origin is the unit boundary at or below begin
+    body_hi = std::max(body_lo, tail_end / W * W);
+  }
+
+  // The element of this lane's slot i, as an offset from origin, or -1 for none.
+  __device__ __forceinline__ int offset(int i, int lane, int lanes) const {
+    const int slot = lane + i * lanes;
+    const int at = slot < W ? head + slot : body_hi + (slot - W);
+    return slot < 2 * W && at < (slot < W ? std::min(tail_end, body_lo) : tail_end) ? at : -1;
+  }
+
+  // This lane's slots of the row at `at_origin` (the row's pointer + origin), `fill` where it has none.
+  __device__ __forceinline__ void load(const T* __restrict__ at_origin, int lane, int lanes, float fill,
+                                       float (&v)[kSlots]) const {
+#pragma unroll
+    for (int i = 0; i < kSlots; ++i) {
+      const int at = offset(i, lane, lanes);
+      v[i] = at >= 0 ? to_float(at_origin[at]) : fill;
+    }
+  }
+
+  // Writes value(i) (fp32) to this lane's slot i of the row at `at_origin`.
+  template <typename F>
+  __device__ __forceinline__ void store(T* __restrict__ at_origin, int lane, int lanes, F value) const {
+#pragma unroll
+    for (int i = 0; i < kSlots; ++i) {
+      const int at = offset(i, lane, lanes);
+      if (at >= 0) at_origin[at] = from_float<T>(value(i));
+    }
+  }
+};
+
+// v, which the compiler can no longer prove equal to anything it holds: what is computed from it
+// is computed again rather than kept live (SegmentEdges across a row reduction).
+__device__ __forceinline__ std::int64_t opaque(std::int64_t v) {
+  asm volatile("" : "+l"(v));
+  return v;
+}
+
 // L2 hints of the path that reads a segment twice (kHinted: block_online): the first read
 // evict_last, the second read and the stores evict-first (softmax_block_online.cu says why).
 template <bool kHinted>
@@ -150,11 +246,22 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
   const bool y_vectors = same_phase(static_cast<const T*>(y), x, begin, aligned);
   Tile<T, kVecs> t;
   if (end - origin <= tile_elems) {
-    // Single tile: one read + one write. While the fp32 exponentials fit the value budget they
-    // stay in registers, rescaled from this thread's max to the row's by one factor, so each
-    // element costs one exp; deeper 16-bit tiles (split_row's) recompute them instead.
-    t.load(x, origin, begin, end, lane, lanes, true, kNegInf);  // -inf padding adds exp(-inf) = 0
-    const float m = t.max(kNegInf);
+    // Single tile: one read + one write, the segment's whole units in the tile and the rest in
+    // edge slots (SegmentEdges). While the fp32 exponentials fit the value budget they stay in
+    // registers, rescaled from this thread's max to the row's by one factor, so each element
+    // costs one exp; deeper 16-bit tiles (split_row's) recompute them instead.
+    using Edges = SegmentEdges<T, kScopeLanes<Scope>>;
+    const Edges edges(origin, begin, end);
+    t.load_units(x, origin, edges.body_lo, edges.body_hi, lane, lanes, kNegInf);  // exp(-inf padding) = 0
+    float edge_v[Edges::kSlots];
+    edges.load(x + origin, lane, lanes, kNegInf, edge_v);
+    float m = t.max(kNegInf);
+#pragma unroll
+    for (int i = 0; i < Edges::kSlots; ++i) m = nan_max(m, edge_v[i]);
+    // The split is computed again after the row reduction rather than kept across it: each
+    // register held there costs a 16-bit block_per_row tile its residency (56 -> 57 took 384-thread
+    // blocks from three per SM to two).
+    const auto split_again = [&] { return Edges(opaque(origin), begin, end); };
     if constexpr (kVecs * W <= kMaxValuesPerThread) {
       float e[kVecs][W];
       float s = 0.0f;
@@ -162,13 +269,24 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
       for (int k = 0; k < kVecs; ++k)
 #pragma unroll
         for (int j = 0; j < W; ++j) s += e[k][j] = exp_shifted(t.at(k, j), m);
+#pragma unroll
+      for (int i = 0; i < Edges::kSlots; ++i) s += edge_v[i] = exp_shifted(edge_v[i], m);
       const MaxSum row = scope.reduce(MaxSum{m, s});
       const float scale = rescale(m, row.max) / row.sum;
-      t.store(y, origin, begin, end, lane, lanes, y_vectors, [&](int k, int j) { return e[k][j] * scale; });
+      const Edges again = split_again();
+      again.store(y + origin, lane, lanes, [&](int i) { return edge_v[i] * scale; });
+      t.store_units(y, origin, again.body_lo, again.body_hi, lane, lanes, y_vectors,
+                    [&](int k, int j) { return e[k][j] * scale; });
     } else {
-      const MaxSum row = scope.reduce(MaxSum{m, t.sum_exp(m)});
+      float s = t.sum_exp(m);
+#pragma unroll
+      for (int i = 0; i < Edges::kSlots; ++i) s += exp_shifted(edge_v[i], m);
+      const MaxSum row = scope.reduce(MaxSum{m, s});
       RowExp<T>(row.max, row.sum).apply([&](const auto& exp) {
-        t.store(y, origin, begin, end, lane, lanes, y_vectors, [&](int k, int j) { return exp(t.at_late(k, j)); });
+        const Edges again = split_again();
+        again.store(y + origin, lane, lanes, [&](int i) { return exp(edge_v[i]); });
+        t.store_units(y, origin, again.body_lo, again.body_hi, lane, lanes, y_vectors,
+                      [&](int k, int j) { return exp(t.at_late(k, j)); });
       });
     }
     return;
@@ -232,6 +350,9 @@ struct LaneGroupScope {
     return lane_group_reduce<kLanes>(v);
   }
 };
+
+template <int kLanes>
+constexpr int kScopeLanes<LaneGroupScope<kLanes>> = kLanes;
 
 // Scope for a row owned by one block.
 struct BlockScope {
