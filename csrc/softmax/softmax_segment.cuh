@@ -309,6 +309,16 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
   }
 }
 
+// acc + the sum of a[i] * b[i] over two tiles' elements.
+template <typename T, int kVecs>
+__device__ __forceinline__ float tile_dot(const Tile<T, kVecs>& a, const Tile<T, kVecs>& b, float acc) {
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+    for (int j = 0; j < Tile<T, kVecs>::W; ++j) acc = fmaf(a.at(k, j), b.at(k, j), acc);
+  return acc;
+}
+
 // dx = y * (dy - sum(y * dy)) over the row; this thread's part of [begin, end).
 template <typename T, int kVecs, typename Scope, bool kHinted = false>
 __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y, const T* __restrict__ dy,
@@ -321,14 +331,36 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
   const bool single_tile = end - origin <= tile_elems;
   using Hints = RereadHints<kHinted>;
   Tile<T, kVecs> ty, tdy;
+  // 16-bit single tiles with dy at y's phase: whole units in the tiles, the rest in edge slots, as
+  // the forward's single tile (SegmentEdges; the split computed again after the reduction). fp32
+  // keeps the per-unit path: its depth-4 block_per_row kernel would go from 55 to 60 registers (a
+  // 384-thread block from three per SM to two), and block_online's (kHinted) deep tiles spill.
+  if constexpr (sizeof(T) == 2 && !kHinted) {
+    if (single_tile && dy_vectors) {
+      using Edges = SegmentEdges<T, kScopeLanes<Scope>>;
+      const Edges edges(origin, begin, end);
+      ty.load_units(y, origin, edges.body_lo, edges.body_hi, lane, lanes, 0.0f);
+      tdy.load_units(dy, origin, edges.body_lo, edges.body_hi, lane, lanes, 0.0f);
+      float edge_y[Edges::kSlots], edge_dy[Edges::kSlots];
+      edges.load(y + origin, lane, lanes, 0.0f, edge_y);
+      edges.load(dy + origin, lane, lanes, 0.0f, edge_dy);
+      float dot = tile_dot(ty, tdy, 0.0f);
+#pragma unroll
+      for (int i = 0; i < Edges::kSlots; ++i) dot = fmaf(edge_y[i], edge_dy[i], dot);
+      const float row_dot = scope.reduce(dot);
+      const bool dx_vectors = same_phase(static_cast<const T*>(dx), y, begin, aligned);
+      const Edges again(opaque(origin), begin, end);
+      ty.store_units(dx, origin, again.body_lo, again.body_hi, lane, lanes, dx_vectors,
+                     [&](int k, int j) { return ty.at_late(k, j) * (tdy.at_late(k, j) - row_dot); });
+      again.store(dx + origin, lane, lanes, [&](int i) { return edge_y[i] * (edge_dy[i] - row_dot); });
+      return;
+    }
+  }
   float dot = 0.0f;
   for (std::int64_t t0 = origin; t0 < end; t0 += tile_elems) {
     ty.template load<Hints::first>(y, t0, begin, end, lane, lanes, true, 0.0f);
     tdy.template load<Hints::first>(dy, t0, begin, end, lane, lanes, dy_vectors, 0.0f);
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < Tile<T, kVecs>::W; ++j) dot = fmaf(ty.at(k, j), tdy.at(k, j), dot);
+    dot = tile_dot(ty, tdy, dot);
   }
   const float row_dot = scope.reduce(dot);
   const bool dx_vectors = same_phase(static_cast<const T*>(dx), y, begin, aligned);
