@@ -102,13 +102,14 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 //   fewer than 12 rows per SM (1024x131072: split_row 0.81x, cluster 0.73x); split_row below 2 rows
 //   per SM.
 // Off Hopper (no cluster plan) fp32 keeps block_per_row / block_online with enough rows.
-// 16-bit backward rows of 8193-16384 columns with more rows than SMs leave block_per_row,
-// whose backward reads 0.77-0.86x copy there (0.93-0.98x at 4001-8001 columns):
-// - rows that are not whole 16-byte units take split_row: 0.76-0.93x at bf16 4096 x 12001 / 16001
-//   and 1024x16001 against block_per_row's 0.76-0.86x (results/h200/experiments/
-//   softmax-cuda-e6e8339-single-tile-edges-backward-after.json). Up to 8192 columns block_per_row's
-//   single tile, whole units and edge slots since that patch, wins: 4096x8001 0.93x against 0.69x.
-// - rows of whole units past 8192 columns take block_online: 0.86-1.00x against block_per_row's
+// 16-bit backward rows with more rows than SMs leave block_per_row where fewer than two of its
+// blocks fit an SM (past 9216 columns at bf16's 52 registers: 640+ threads of 1792 registers per
+// warp): one block per SM idles through each row's reduction. At 4096 x 8001 / 9001 it read
+// 0.93x / 0.96x copy, at 4096 x 10001 / 12001 0.71x / 0.77x (results/h200/experiments/
+// softmax-cuda-bf0fb44-16bit-bwd-edges-plans.json):
+// - rows that are not whole 16-byte units take split_row: 0.74-0.93x at bf16 4096 x 10001 / 12001
+//   / 16001 and 1024x16001 (0.68-0.70x at 8001-9001, where block_per_row leads by 0.23-0.28x).
+// - rows of whole units take block_online: 0.86-1.00x against block_per_row's
 //   0.71-0.89x and split_row's 0.77-0.98x at 4096 x 10000 / 12000 / 14000 / 16384, 8192x12000,
 //   1024 x 12000 / 16384, 512x12000, 264x16384 (softmax-8d6e230-16bit-bwd-aligned-plans.json).
 //   At 8192 columns block_per_row wins (0.96x against 0.74x), and at one row per SM: bf16
@@ -130,7 +131,8 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
   if (cols <= 16384 && rows >= sms) {
     if (!forward && dtype != DType::F32 && rows > sms) {
       const bool whole_units = cols * static_cast<std::int64_t>(dtype_size(dtype)) % 16 == 0;
-      if (cols > 8192) return whole_units ? SoftmaxPlan::BlockOnline : SoftmaxPlan::SplitRow;
+      if (softmax_detail::block_per_row_backward_blocks_per_sm(dtype, cols, whole_units) < 2)
+        return whole_units ? SoftmaxPlan::BlockOnline : SoftmaxPlan::SplitRow;
     }
     return SoftmaxPlan::BlockPerRow;
   }

@@ -94,4 +94,16 @@ void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_CHECK_LAUNCH("softmax_parallel_block_per_row_bwd");
 }
 
+int block_per_row_backward_blocks_per_sm(DType dtype, std::int64_t cols, bool aligned) {
+  int blocks = 0;
+  CP_DISPATCH_FLOAT_TYPES(dtype, T, {
+    const BlockShape shape = block_shape<T>(tile_span<T>(cols, aligned), 2);
+    dispatch_vecs<T, 2>(shape.depth, [&](auto depth) {
+      CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocks, softmax_parallel_block_per_row_bwd<T, decltype(depth)::value>, shape.threads, 0));
+    });
+  })
+  return blocks;
+}
+
 }  // namespace cp::softmax_detail

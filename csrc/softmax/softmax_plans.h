@@ -39,6 +39,8 @@ void warp_per_row_forward(const RowOperands& op, const LaunchContext& ctx);
 void warp_per_row_backward(const RowOperands& op, const LaunchContext& ctx);
 void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx);
 void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx);
+// Blocks of block_per_row's backward that fit one SM (occupancy) for rows of `cols` columns.
+int block_per_row_backward_blocks_per_sm(DType dtype, std::int64_t cols, bool aligned);
 void block_online_forward(const RowOperands& op, const LaunchContext& ctx);
 void block_online_backward(const RowOperands& op, const LaunchContext& ctx);
 // Bytes of L2 that the two-pass plans (block_online, streamed split_row) let the rows between
