@@ -104,15 +104,16 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 // Off Hopper (no cluster plan) fp32 keeps block_per_row / block_online with enough rows.
 // 16-bit backward rows with more rows than SMs leave block_per_row where fewer than two of its
 // blocks fit an SM (past 9216 columns at bf16's 52 registers: 640+ threads of 1792 registers per
-// warp): one block per SM idles through each row's reduction. At 4096 x 8001 / 9001 it read
-// 0.93x / 0.96x copy, at 4096 x 10001 / 12001 0.71x / 0.77x (results/h200/experiments/
-// softmax-cuda-bf0fb44-16bit-bwd-edges-plans.json):
+// warp): one block per SM idles through each row's reduction. bf16 4096 x 9209 / 9217 read 0.97x
+// / 0.68x copy, 9216 / 9224 0.99x / 0.70x, 4096 x 10001 / 12001 0.71x / 0.77x (results/h200/
+// experiments/softmax-cuda-{bf0fb44-16bit-bwd-edges-plans,cd08e12-16bit-bwd-blocks-per-sm}.json):
 // - rows that are not whole 16-byte units take split_row: 0.74-0.93x at bf16 4096 x 10001 / 12001
 //   / 16001 and 1024x16001 (0.68-0.70x at 8001-9001, where block_per_row leads by 0.23-0.28x).
 // - rows of whole units take block_online: 0.86-1.00x against block_per_row's
 //   0.71-0.89x and split_row's 0.77-0.98x at 4096 x 10000 / 12000 / 14000 / 16384, 8192x12000,
-//   1024 x 12000 / 16384, 512x12000, 264x16384 (softmax-8d6e230-16bit-bwd-aligned-plans.json).
-//   At 8192 columns block_per_row wins (0.96x against 0.74x), and at one row per SM: bf16
+//   1024 x 12000 / 16384, 512x12000, 264x16384 (softmax-8d6e230-16bit-bwd-aligned-plans.json);
+//   4096x9224 0.81x against 0.70x. Up to 9216 block_per_row wins (4096x9216 0.99x against 0.83x,
+//   8192 columns 0.96x against 0.74x), and at one row per SM: bf16
 //   132x16384 / 132x12000 0.55x / 0.49x against block_online's 0.53x / 0.45x
 //   (softmax-a02e182-cuda-16bit-bwd-132-rows.json; 133-263 rows are not measured).
 // Forward block_per_row stays the best plan at these rows.
