@@ -458,8 +458,11 @@ SASS_CSV = """\
 
 
 def load_script(name):
-    """A script under scripts/ as a module (its own imports, such as _common, resolve from there)."""
+    """A script under scripts/ as a module (its own imports, such as _common, resolve from there). The environment
+    is put back after: inspect_kernel.py unsets TRITON_INTERPRET when imported, which would leave the interpreter
+    tests that run after it in this process without a device for Triton."""
     sys.path.insert(0, str(SCRIPTS))
+    environ = dict(os.environ)
     try:
         spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), SCRIPTS / name)
         module = importlib.util.module_from_spec(spec)
@@ -467,6 +470,8 @@ def load_script(name):
         return module
     finally:
         sys.path.remove(str(SCRIPTS))
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 RAW_CSV = """\
