@@ -223,10 +223,7 @@ class InspectKernelTest(unittest.TestCase):
         """The innermost loop around an HGMMA, from cuobjdump -sass text: the branch at 0x60 jumps back to 0x20 over
         an HGMMA (5 instructions, 1 HGMMA); the outer loop (0x0-0x80) holds it too but is not the innermost; a
         function without HGMMA has none."""
-        # inspect_kernel.py drops TRITON_INTERPRET when imported (it compiles ahead of time); the tests after this
-        # one run under the interpreter, so the environment is put back
-        with mock.patch.dict(os.environ):
-            inspect = load_script("inspect_kernel.py")
+        inspect = load_script("inspect_kernel.py")
         sass = """
         Function : kernel_a
         /*0000*/                   MOV R1, c[0x0][0x28] ;    /* 0x00000a00ff017b82 */
@@ -459,19 +456,17 @@ SASS_CSV = """\
 
 def load_script(name):
     """A script under scripts/ as a module (its own imports, such as _common, resolve from there). The environment
-    is put back after: inspect_kernel.py unsets TRITON_INTERPRET when imported, which would leave the interpreter
-    tests that run after it in this process without a device for Triton."""
+    is put back after: inspect_kernel.py drops TRITON_INTERPRET when imported (it compiles ahead of time), and the
+    tests after it in this process run under the interpreter."""
     sys.path.insert(0, str(SCRIPTS))
-    environ = dict(os.environ)
     try:
-        spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), SCRIPTS / name)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        with mock.patch.dict(os.environ):
+            spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), SCRIPTS / name)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
         return module
     finally:
         sys.path.remove(str(SCRIPTS))
-        os.environ.clear()
-        os.environ.update(environ)
 
 
 RAW_CSV = """\
