@@ -103,10 +103,13 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 //   per SM.
 // Off Hopper (no cluster plan) fp32 keeps block_per_row / block_online with enough rows.
 // 16-bit backward rows with more rows than SMs leave block_per_row where fewer than two of its
-// blocks fit an SM (past 9216 columns at bf16's 52 registers: 640+ threads of 1792 registers per
-// warp): one block per SM idles through each row's reduction. bf16 4096 x 9209 / 9217 read 0.97x
-// / 0.68x copy, 9216 / 9224 0.99x / 0.70x, 4096 x 10001 / 12001 0.71x / 0.77x (results/h200/
-// experiments/softmax-cuda-{bf0fb44-16bit-bwd-edges-plans,cd08e12-16bit-bwd-blocks-per-sm}.json):
+// blocks fit an SM: one block per SM idles through each row's reduction. With 2-unit tiles (before
+// 4-unit ones, softmax_block_per_row.cu) that was past 9216 columns: bf16 4096 x 9209 / 9217 read
+// 0.97x / 0.68x copy, 9216 / 9224 0.99x / 0.70x (results/h200/experiments/
+// softmax-cuda-{bf0fb44-16bit-bwd-edges-plans,cd08e12-16bit-bwd-blocks-per-sm}.json). With 4-unit
+// tiles two or more fit through 16384 columns (4096 x 9217 / 12001 / 16001 0.97x / 0.98x / 0.99x,
+// softmax-cuda-1d09970-block-per-row-backward-16bit-four-unit-tiles-after.json), so the rule
+// below is for kernels and GPUs where they do not:
 // - rows that are not whole 16-byte units take split_row: 0.74-0.93x at bf16 4096 x 10001 / 12001
 //   / 16001 and 1024x16001 (0.68-0.70x at 8001-9001, where block_per_row leads by 0.23-0.28x).
 // - rows of whole units take block_online: 0.86-1.00x against block_per_row's

@@ -399,11 +399,11 @@ struct BlockScope {
 namespace cp::softmax_detail {
 
 // Calls f(std::integral_constant<int, V>{}) for the runtime tile depth vecs in {1, 2, 4, 8},
-// instantiating only depths whose `operands` tiles fit kMaxValuesPerThread.
-template <typename T, int kOperands, typename F>
-void dispatch_vecs(int vecs, F&& f) {
+// instantiating only depths up to kMaxDepth.
+template <int kMaxDepth, typename F>
+void dispatch_depth(int vecs, F&& f) {
   auto call = [&](auto depth) {
-    if constexpr (kOperands * decltype(depth)::value * vec_width<T>() <= kMaxValuesPerThread) f(depth);
+    if constexpr (decltype(depth)::value <= kMaxDepth) f(depth);
   };
   switch (vecs) {
     case 1: call(std::integral_constant<int, 1>{}); break;
@@ -411,6 +411,12 @@ void dispatch_vecs(int vecs, F&& f) {
     case 4: call(std::integral_constant<int, 4>{}); break;
     case 8: call(std::integral_constant<int, 8>{}); break;
   }
+}
+
+// dispatch_depth over the depths whose `operands` tiles fit kMaxValuesPerThread.
+template <typename T, int kOperands, typename F>
+void dispatch_vecs(int vecs, F&& f) {
+  dispatch_depth<kMaxValuesPerThread / vec_width<T>() / kOperands>(vecs, f);
 }
 
 // Elements a tile must span to hold `cols` consecutive elements of a row: on misaligned rows the
