@@ -54,9 +54,9 @@ struct BlockShape {
 
 // The deepest tile a thread holds: the forward keeps its exponentials as fp32 values (max_vecs),
 // the backward only the raw units of y and dy (max_units: twice as deep for 16-bit types, the same
-// for fp32). So the 16-bit backward's rows of 6145-16384 columns take 4-unit tiles in blocks of half
-// the threads, two to four per SM where 2-unit tiles' blocks of 640-1024 threads fit one (past 9216
-// columns at 52 registers): bf16 4096 x 10001 / 12001 0.72 / 0.77 -> 0.97 / 0.98 of copy
+// for fp32). So the 16-bit backward's rows past 6144 columns take 4-unit tiles in blocks of half the
+// threads; through 16384 columns two to four fit an SM where 2-unit tiles' blocks of 640-1024 threads
+// fit one (past 9216 columns at 52 registers): bf16 4096 x 10001 / 12001 0.72 / 0.77 -> 0.97 / 0.98 of copy
 // (results/h200/experiments/softmax-cuda-1d09970-block-per-row-backward-16bit-four-unit-tiles-*).
 template <typename T, int kOperands>
 constexpr int kMaxDepth = kOperands == 1 ? max_vecs<T>(1) : max_units(kOperands);
