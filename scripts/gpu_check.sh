@@ -10,7 +10,14 @@
 # in one process instead. The benchmark runs last, alone on the GPU.
 # Each step has a time limit in seconds (STEP_TIMEOUT, default 600) so a hang cannot eat the machine.
 # It builds for the GPU present (CUDA_PORTFOLIO_CUDA_ARCHS=native unless set).
+# PYTHON names the interpreter (default python3).
 set -uo pipefail
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+case "${1:-}" in
+  "") ;;
+  -h | --help) usage; exit 0 ;;
+  *) usage >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 LOG_DIR=${LOG_DIR:-results/local/gpu_check}
 STEP_TIMEOUT=${STEP_TIMEOUT:-600}

@@ -16,12 +16,24 @@
 # Assumes the package is installed (scripts/gpu_check.sh does it). Every step has a time limit
 # (STEP_TIMEOUT seconds, default 900), keeps its full log in OUT_DIR and contributes one summary
 # line, printed last. Profiled and sanitized runs are never used for timing.
+# PYTHON names the interpreter (default python3).
 set -uo pipefail
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  "" | -*) usage >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
-OUT_DIR=${1:?usage: reproduce_results.sh OUT_DIR [bench] [sanitizer] [ncu]}
+OUT_DIR=$1
 shift
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=(bench sanitizer ncu)
+for group in "${groups[@]}"; do  # every group checked before any runs
+  case $group in
+    bench | sanitizer | ncu) ;;
+    *) echo "reproduce_results.sh: unknown group '$group' (bench, sanitizer, ncu)" >&2; exit 2 ;;
+  esac
+done
 STEP_TIMEOUT=${STEP_TIMEOUT:-900}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT_DIR"
@@ -93,10 +105,6 @@ for group in "${groups[@]}"; do
         --results-dir "$OUT_DIR"
       step compare-matmul "." $PY scripts/compare_backends.py --op matmul --dtype bfloat16 --shape 4096x4096x4096 \
         --results-dir "$OUT_DIR"
-      ;;
-    *)
-      echo "unknown group '$group' (bench, sanitizer, ncu)" >&2
-      exit 2
       ;;
   esac
 done
