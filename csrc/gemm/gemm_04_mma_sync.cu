@@ -8,7 +8,7 @@
 // 4x8 mma.m16n8k16 (32 mma per 8 LDSM). Fragments are double-buffered in registers (2 x 32):
 // those of step kk+1 are loaded before the mma of step kk, across the stage boundary too (the
 // one wait + __syncthreads per 32-wide K tile sits after the mma of the next-to-last step), so
-// an mma never waits on the ldmatrix just issued. 252 registers (sm_90a), no spills:
+// an mma never waits on the ldmatrix just issued. 252 registers (sm_90; built for sm_80-90), no spills:
 // __launch_bounds__(256, 1), one block per SM.
 // Tiles wholly inside the matrix (every tile of 4096^3) take a branch-free copy; edge tiles
 // copy whole in-bounds chunks with cp.async, zero-fill chunks past the edge and load partial

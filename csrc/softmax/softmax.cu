@@ -67,7 +67,7 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
   throw std::invalid_argument("softmax: unknown plan '" + name + "'; plans: " + known);
 }
 
-// Short rows: a warp each; rows up to 16384 columns with enough rows to fill the GPU: a block each.
+// Short rows: a lane group of a warp each; rows up to 16384 columns with enough rows to fill the GPU: a block each.
 // Longer rows are measured, not derived: the rule below follows `--plans all` on the H200, every
 // plan timed in fp32 and bf16, fwd and bwd (results/h200/softmax-plans.json: 6 long-row shapes;
 // softmax-plans-v9b.json: block_online with its 1024-thread capped grid at 4 of them, 16384x1024

@@ -45,8 +45,10 @@ struct GroupRow {
   }
 };
 
-// 16-bit backward: 4 blocks per SM (64 registers; 71 uncapped gave 3), as Triton's program of the
-// same shape; no spills. fp32 backward would spill at that cap and keeps 3.
+// 16-bit backward: 4 blocks per SM (64 registers), as Triton's program of the same shape; no spills.
+// Set when the kernels took 71 registers uncapped (3 blocks); they take 64 uncapped now (nvcc 13.0,
+// sm_90) and 59-62 bounded. fp32 backward would spill at that bound and has none: 47-50 registers
+// through depth 2, at depth 4 74 with 32 lanes (3 blocks per SM) and 85 with 8 or 16 (2).
 template <typename T>
 constexpr int bwd_min_blocks() {
   return sizeof(T) == 2 ? 4 : 1;

@@ -20,8 +20,9 @@ memory, which Triton cannot express):
                  exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
                  persistent program per SM loads its next row while it reduces and writes this one.
   block_online   any cols (auto: fp32 backward rows of 16385-32768 columns with more rows than
-                 SMs; the forward and 16-bit rows left it in session 29, split_row's quarter tiles
-                 measured as fast or faster):
+                 SMs, and rows not a multiple of 16 long where _edges_plan picks it; the forward
+                 and 16-bit rows left it in session 29, split_row's quarter tiles measured as fast
+                 or faster):
                  pass 1 keeps per-thread running (max, sum) pairs over BLOCK_N-column tiles (online
                  softmax, one read), pass 2 walks the tiles backwards (the newest are still in L2) to
                  normalize and write. Rows in flight must fit in L2 between their two reads: a program
@@ -30,13 +31,15 @@ memory, which Triton cannot express):
                  two 16-warp programs per SM while two rows per SM fit the L2 budget, else one
                  32-warp program per SM (Inductor's form; block_online_backward_config). Bound:
                  bytes, 1 read + 1 write when pass 2 hits L2, up to 2 reads + 1 write when it misses.
-  split_row      any cols (auto: every row past 32768 columns, and 16-bit forward rows past 16384 when
-                 there are more rows than 8 per SM): each row is cut into
+  split_row      any cols (auto: every row past 32768 columns, 16-bit forward rows past 16384 when
+                 there are more rows than 8 per SM, and rows not a multiple of 16 long where
+                 _edges_plan picks it): each row is cut into
                  chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
                  its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
                  row's other chunks, combines the partials and normalizes its chunk at once. Two
                  forms (split_row_config): held, a chunk is one tile (forward 32 KiB, 16 KiB for 16-bit
-                 rows of at most 128 KiB; backward 64 KiB of y and dy) loaded at once and kept in
+                 rows of at most 128 KiB; backward 64 KiB of y and dy, 32 KiB for rows of at most
+                 200 KiB) loaded at once and kept in
                  registers through the exchange (16-bit rows as words of two elements), taken when
                  many rows are in flight; streamed, a chunk is many tiles, re-read from L2 (all
                  chunks in flight fit the L2 budget). Bound: bytes, 1 read + 1 write (streamed: as
@@ -112,13 +115,14 @@ REGISTERS_PER_SM = 65536
 # bf16 0.70 / 0.69 / 0.65 / 0.58 -> 0.80 / 0.75 / 0.68 / 0.58. block_online's (grid capped by the L2 budget to
 # ~1 program per SM at these rows) did not move with the same setting.
 SPLIT_ROW_BWD_PROGRAMS_PER_SM = 2
-# Registers per thread the unpipelined streaming programs (forward; backward with unaligned rows) are
-# counted to need: Triton's ptxas (sm_90a, scripts/inspect_kernel.py) gives block_online's forward 47-64
-# (8 and 16 warps; 64, the cap, in the unaligned specialization) and its unaligned backward 72-78. The
-# persistent grid holds as many programs per SM as that leaves room for, and each is capped at its share
-# (maxnreg), so ptxas cannot take more and push the grid's last programs into a second wave. The "64 warps
-# per SM" rule this replaces counted 4 programs of 16 warps (2 fit at 64 registers, 1 at 78): 2048x50257 bf16
-# ran 333 forward programs where 264 fit.
+# Registers per thread the unpipelined streaming programs (block_online's and split_row's forward; split_row's
+# backward with unaligned rows) are counted to need. Triton's ptxas (sm_90a, Triton 3.6) at the caps they give: the
+# forward 47-64 (8 and 16 warps; 64, the cap, in the unaligned specialization, 64-102 uncapped); the unaligned
+# backward 80 in fp32 (three 8-warp programs per SM; 102 uncapped, no spill at 80) and 114 in 16-bit (one 16-warp
+# program, capped at 128; 99 uncapped). The persistent grid holds as many programs per SM as that leaves room for, and
+# each is capped at its share (maxnreg), so ptxas cannot take more and push the grid's last programs into a second
+# wave. The "64 warps per SM" rule this replaces counted 4 programs of 16 warps (2 fit at 64 registers, 1 at 78):
+# 2048x50257 bf16 ran 333 forward programs where 264 fit.
 PLAIN_STREAM_REGISTERS = {"fwd": 64, "bwd": 80}
 COUNTER_RESET_BLOCK = tl.constexpr(256)  # split_row: arrival counters the last program zeroes per store (_leave)
 FLT_MAX = tl.constexpr(3.4028234663852886e38)
@@ -864,7 +868,7 @@ class LaunchConfig(NamedTuple):
     block_n: int     # columns per tile
     num_warps: int
     rows: int        # rows per program (warp_per_row only)
-    # software-pipeline depth of the backward's streaming first pass (block_online, split_row);
+    # software-pipeline depth of split_row's streamed backward first pass (block_online's backward has none);
     # None: the loop as Triton compiles it by default (no async copies for these loads)
     stages: int | None = None
     per_sm: int = 1  # programs of the persistent grids one SM holds at once (registers, shared memory, warps)
@@ -895,15 +899,14 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     """The fixed configuration for (plan, dtype, next_pow2(cols), direction, aligned); for block_per_row, cols_p2 is
     its tile (block_per_row_tile), which may be three quarters of a power of two.
 
-    Sized for bandwidth: about 16 fp32 values per thread per tile (no spills), 4096-element tiles for
-    the multi-row warp_per_row programs. The streaming plans (block_online, split_row) share a configuration:
-    the backward pipelines its first pass STREAM_BYTES_AHEAD deep (module docstring, "Bytes in flight");
-    `per_sm` is what registers (ptxas, sm_90a, scripts/inspect_kernel.py) and shared memory allow, and the
-    persistent grid never exceeds it (split_row's exchange needs every program resident). `maxnreg` gives
-    ptxas the register share of per_sm programs per SM: the pipelined backward's one program (128 at 16 warps:
-    ptxas would otherwise aim at two programs per SM, 64 registers, and spill; at 8 warps the share is above
-    the 255-register limit, so no cap), the unpipelined ones' PLAIN_STREAM_REGISTERS. `aligned`: Triton's 16-byte
-    specialization (every pointer, stride and the length divisible by 16, see `rows_aligned`).
+    Sized for bandwidth: about 16 fp32 values per thread per tile (no spills), 4096-element tiles for the multi-row
+    warp_per_row programs. The streaming plans (block_online, split_row) share a configuration: the backward pipelines
+    its first pass STREAM_BYTES_AHEAD deep (module docstring, "Bytes in flight"); `per_sm` is what registers (ptxas,
+    sm_90a, scripts/inspect_kernel.py) and shared memory allow, and the persistent grid never exceeds it (split_row's
+    exchange needs every program resident). `maxnreg` gives ptxas the register share of per_sm programs per SM: the
+    pipelined backward's SPLIT_ROW_BWD_PROGRAMS_PER_SM programs (64 registers at 16 warps, 128 at 8), the unpipelined
+    ones' PLAIN_STREAM_REGISTERS. `aligned`: Triton's 16-byte specialization (every pointer, stride and the length
+    divisible by 16, see `rows_aligned`).
     """
     if plan == "warp_per_row":
         rows = max(1, min(128, 4096 // cols_p2))
@@ -932,7 +935,7 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         # 1024 threads, 52 registers, one per SM). Tiles of 4096 fp32 columns (one 16-byte load per thread per
         # operand) and 16384 16-bit columns (two): measured both ways on the H200 (session 46), fp32 4096x32768
         # read 0.98 of copy with one load against 0.92 with two, bf16 4096x32768 0.89 with two against 0.78 with
-        # one. ptxas, sm_90a: fp32 62 / 32 / 64 registers (16-byte rows / unaligned / EDGES), 16-bit 53 / 64 / 64,
+        # one. ptxas, sm_90a: fp32 62 / 32 / 64 registers (16-byte rows / unaligned / EDGES), 16-bit 52-53 / 64 / 53,
         # no spills. 16-byte rows stream their stores (.cs). Rows that fit two per SM in L2 take two 16-warp
         # programs instead (block_online_backward_config).
         tile = min(cols_p2, block_n * 4 // dtype.itemsize)
