@@ -6,7 +6,7 @@
         --plot slices.png          (draws a stored sweep; no GPU needed)
 
 For each (shape, dtype, direction) it times the plan's own choice (`rule`) and every count in
---slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB chunks as the rule cuts
+--slices twice: cut in whole 16-byte units ("N") and in whole 16 KiB granules as the rule cuts
 ("Nc", which can land on fewer slices). The count reaches the native layout through
 CUDA_PORTFOLIO_SPLIT_ROW_SLICES, read per call (each point's call sets it). The points of a case are
 timed as the benchmark times a case's providers (as a user runs them: the workspace is zeroed once per
@@ -48,7 +48,7 @@ def parse_args(argv=None):
 
 def plot_sweep(doc: dict, path: str) -> None:
     """One panel per (shape, dtype, direction): ratio to copy against the forced count, cut in whole
-    units and in whole chunks, with the rule's own choice as a dashed line."""
+    units and in whole granules, with the rule's own choice as a dashed line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -68,7 +68,7 @@ def plot_sweep(doc: dict, path: str) -> None:
                             if r["slices"] != "rule" and r["slices"].endswith("c") == bool(cut))
             if points:
                 ax.plot(*zip(*points), style, markersize=2.5, linewidth=0.8,
-                        label="whole chunks (Nc)" if cut else "whole 16-byte units (N)")
+                        label="whole 16 KiB granules (Nc)" if cut else "whole 16-byte units (N)")
         rule = [r["ratio_to_copy"] for r in records if r["slices"] == "rule"]
         if rule:
             ax.axhline(rule[0], color="gray", linestyle="--", linewidth=0.8, label="the layout rule")

@@ -542,10 +542,10 @@ std::int64_t fewest_units(std::int64_t cols) {
 
 // CUDA_PORTFOLIO_SPLIT_ROW_SLICES forces the slice count, for layout sweeps
 // (scripts/sweep_split_row_slices.py): "N" cuts N slices of whole 16-byte units, "Nc" about N
-// slices of whole chunks, as the rule below cuts. Read per call, so one process can sweep.
+// slices of whole granules (kSliceGranuleBytes), as the rule below cuts. Read per call, so one process can sweep.
 struct ForcedSlices {
   std::int64_t count = 0;  // 0: not forced
-  bool whole_chunks = false;
+  bool whole_granules = false;
 };
 
 ForcedSlices forced_slices() {
@@ -553,7 +553,7 @@ ForcedSlices forced_slices() {
   if (const char* v = std::getenv("CUDA_PORTFOLIO_SPLIT_ROW_SLICES")) {
     char* end = nullptr;
     f.count = std::strtoll(v, &end, 10);
-    f.whole_chunks = *end == 'c';
+    f.whole_granules = *end == 'c';
   }
   return f;
 }
@@ -584,25 +584,26 @@ int held_chunks(std::int64_t jobs, std::int64_t grid) {
 
 // One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
 // slices of at most kSliceBytesMost, and at least one job per block when rows are few; slices are
-// whole chunks of a row's body, cut so that every row's last slice still holds a unit (rows differ
-// by one unit with their alignment).
+// whole granules (kSliceGranuleBytes: a backward chunk, half a forward one) of a row's body, cut so
+// that every row's last slice still holds a unit (rows differ by one unit with their alignment).
 template <typename T, int kOps>
 StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   constexpr int W = vec_width<T>();
-  constexpr std::int64_t kChunkUnits = kSliceGranuleBytes / 16;
+  constexpr std::int64_t kGranuleUnits = kSliceGranuleBytes / 16;
   const std::int64_t grid = std::max(1, sm_count);
   const double budget = l2_reread_budget_bytes(device) / static_cast<double>(grid);
   const double row_bytes = static_cast<double>(cols) * sizeof(T) * kOps;
   const std::int64_t most = cols / W, fewest = fewest_units<T>(cols);
-  const std::int64_t chunks = std::max<std::int64_t>(1, (most + kChunkUnits - 1) / kChunkUnits);
+  const std::int64_t granules = std::max<std::int64_t>(1, (most + kGranuleUnits - 1) / kGranuleUnits);
   const ForcedSlices forced = forced_slices();
   std::int64_t slices = forced.count > 0 ? forced.count
                                          : std::max({static_cast<std::int64_t>(row_bytes / budget) + 1,
                                                      static_cast<std::int64_t>(std::ceil(row_bytes / kSliceBytesMost)),
                                                      (grid + rows - 1) / std::max<std::int64_t>(rows, 1)});
-  slices = std::clamp<std::int64_t>(slices, 1, std::min(grid, chunks));
-  std::int64_t slice_units = forced.count > 0 && !forced.whole_chunks ? (most + slices - 1) / slices
-                                                                      : (chunks + slices - 1) / slices * kChunkUnits;
+  slices = std::clamp<std::int64_t>(slices, 1, std::min(grid, granules));
+  std::int64_t slice_units = forced.count > 0 && !forced.whole_granules
+                                 ? (most + slices - 1) / slices
+                                 : (granules + slices - 1) / slices * kGranuleUnits;
   slices = std::max<std::int64_t>(1, (most + slice_units - 1) / slice_units);
   while (slices > 1 && (slices - 1) * slice_units >= fewest) {
     --slices;
