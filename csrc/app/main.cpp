@@ -27,7 +27,8 @@ const char* kUsage =
     "\n"
     "  --test-only         validate only: one line per case, then 'N passed, N failed';\n"
     "                      exit 0 only if all pass\n"
-    "  --json PATH         validate, time, and write results with an env block to PATH\n"
+    "  --json PATH         validate, time, and write results with an env block to PATH (its folders\n"
+    "                      are created and the file checked before the run)\n"
     "  --list              list the cases in launch order (no GPU needed)\n"
     "  --negative-control  run ONLY the deliberately unmasked copy kernel, which writes out of\n"
     "                      bounds: compute-sanitizer --tool memcheck must report it\n"
@@ -134,6 +135,7 @@ int main(int argc, char** argv) {
   }
   if (!require_gpu(opt.device)) return 3;
   if (opt.negative_control) return run_negative_control(opt.device);
+  if (!opt.test_only && !opt.json_path.empty() && !cp::app::prepare_json_path(opt.json_path)) return 2;
 
   const unsigned long long seed = opt.seed_given ? opt.seed : std::random_device{}();
   std::mt19937_64 rng(seed);

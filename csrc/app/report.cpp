@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 
 #ifndef CUDA_PORTFOLIO_GIT_COMMIT
@@ -83,6 +84,18 @@ void print_timing_table(const std::vector<CaseReport>& reports) {
                 r.bytes_moved > 0 ? r.bytes_moved / s * 1e-9 : 0.0, r.flops > 0 ? r.flops / s * 1e-12 : 0.0,
                 r.passed ? "" : "  WRONG");
   }
+}
+
+bool prepare_json_path(const std::string& path) {
+  const std::filesystem::path file(path);
+  std::error_code err;
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), err);
+  if (err || !std::ofstream(file, std::ios::app)) {
+    std::fprintf(stderr, "cuda_portfolio: cannot write %s%s%s\n", path.c_str(), err ? ": " : "",
+                 err ? err.message().c_str() : "");
+    return false;
+  }
+  return true;
 }
 
 bool write_json(const std::string& path, const std::vector<CaseReport>& reports, int device,

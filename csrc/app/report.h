@@ -25,6 +25,9 @@ struct CaseReport {
 // output is validated again so a kernel that goes wrong under repetition is reported.
 void time_case(Case& c, std::mt19937_64& rng, int reps, CaseReport& report);
 void print_timing_table(const std::vector<CaseReport>& reports);
+// Creates the folders above `path` and checks the file can be written, so a bad --json path fails
+// before the run, not after it.
+bool prepare_json_path(const std::string& path);
 bool write_json(const std::string& path, const std::vector<CaseReport>& reports, int device,
                 unsigned long long seed, int reps);
 
