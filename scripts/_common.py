@@ -337,7 +337,7 @@ def plot_variant_sweep(doc: dict, path: str, title: str, variant_label) -> None:
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"{title}, {doc['gpu']}, commit {doc.get('commit')}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(with_folder(path), dpi=120)
 
 
 def plot_sweep_records(args, records: list, plot) -> None:
@@ -347,11 +347,16 @@ def plot_sweep_records(args, records: list, plot) -> None:
               "records": records}, args.plot)
 
 
+def with_folder(path: str) -> str:
+    """path, after creating the folders above it: an output path never fails a run at its end."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    return path
+
+
 def write_sweep_json(path: str, args, copy: float, records: list) -> None:
     """A sweep's records with its GPU, torch, commit, arguments and copy ceiling; called after every case, so a run
     cut short still leaves what it measured."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
+    with open(with_folder(path), "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                    "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"), "args": vars(args), "copy_tb_per_s": copy,
                    "records": records}, f, indent=1)

@@ -215,12 +215,12 @@ def main(argv=None) -> int:
         raw.seek(0)
         text = raw.read()
     if args.csv:
-        with open(args.csv, "w") as f:
+        with open(common.with_folder(args.csv), "w") as f:
             f.write(text)
     rows = summarize(parse_samples(text.splitlines()), phases, args.settle_s)
     print(format_rows(rows))
     if args.json:
-        with open(args.json, "w") as f:
+        with open(common.with_folder(args.json), "w") as f:
             json.dump({"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(), "summary": rows,
                        "phases": [p._asdict() for p in phases]}, f, indent=1)
     return 0

@@ -67,8 +67,7 @@ def main(argv=None) -> int:
                 print(f"{shape_text} A {a_layout} B {b_layout}: {args.kernel} {ours:7.1f} us  cuBLAS {cublas:7.1f} us"
                       f"  x{cublas / ours:.2f}{'' if ok else '  WRONG'}", flush=True)
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
+        with open(common.with_folder(args.json), "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(0), "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"),
                        "args": vars(args), "records": records}, f, indent=1)
     return 0 if all(r["status"] == "ok" for r in records) else 1

@@ -103,8 +103,7 @@ def main(argv=None) -> int:
                         print(f"  {kernel:<14} {text:<48} {us:8.1f} us  x{cublas_us / us:.2f} cuBLAS"
                               f"{'  <- autotuner' if rec['autotuner_pick'] else ''}{'' if ok else '  WRONG'}", flush=True)
             if args.json:  # after every case: a run cut short still leaves what it measured
-                os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-                with open(args.json, "w") as f:
+                with open(common.with_folder(args.json), "w") as f:
                     json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                                "triton": triton.__version__, "commit": os.environ.get("CUDA_PORTFOLIO_GIT_COMMIT"),
                                "args": vars(args), "records": records}, f, indent=1)

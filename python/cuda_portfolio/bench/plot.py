@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def _pyplot():
@@ -103,6 +104,7 @@ def render_plot(doc: dict, path: str) -> None:
     env = doc["env"]
     fig.suptitle(f"{env['gpu']} - torch {env['torch']}, triton {env['triton']} - {env['date']}", fontsize=10)
     fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
