@@ -269,8 +269,8 @@ def ptxas_spills(ptx: Path, arch: str) -> dict:
     with the ptxas Triton compiles with (its bundled one unless TRITON_PTXAS_PATH says otherwise): another
     version allocates registers differently, so its spills need not be those of the cubin."""
     try:
-        from triton import knobs
-        ptxas = knobs.nvidia.ptxas.path
+        from cuda_portfolio.triton_kernels import aot
+        ptxas = aot.ptxas_path(arch)
     except Exception:  # no Triton NVIDIA backend: the toolkit's
         ptxas = common.find_tool("ptxas")
     if ptxas is None:

@@ -63,9 +63,8 @@ class TritonAheadOfTimeTest(unittest.TestCase):
 
 SPILL_SCRIPT = r"""
 import json, os, re, subprocess, sys, tempfile, torch
-from triton import knobs
 from cuda_portfolio.triton_kernels import aot
-ptxas = knobs.nvidia.ptxas.path  # the one Triton builds its cubins with
+ptxas = aot.ptxas_path("sm_90a")  # the one Triton builds these cubins with
 out = []
 for dtype in (torch.float32, torch.float16, torch.bfloat16):
     for spec in aot.all_specs(dtype, ops=("softmax",)):

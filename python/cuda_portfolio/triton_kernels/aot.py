@@ -8,6 +8,7 @@ scripts/inspect_kernel.py. Needs compiled (not interpreted) kernels: TRITON_INTE
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import NamedTuple
 
 import torch
@@ -57,6 +58,17 @@ def compile_spec(spec: AotSpec, arch: str = "sm_90a", aligned: bool = False):
     attrs = {(i,): [["tt.divisibility", 16]] for i in divisible}
     source = ASTSource(fn=spec.fn, signature=spec.signature, constexprs=spec.constexprs, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, warp_size), options=dict(spec.options))
+
+
+def ptxas_path(arch: str = "sm_90a") -> str:
+    """The ptxas Triton builds `arch`'s cubins with, so spill counts (ptxas -v on the PTX) are those of the cubin:
+    Triton 3.6 and later pick it per architecture (3.9 takes its newer one, ptxas-blackwell, from sm_90 on, and its
+    PTX needs it), 3.4 has one. TRITON_PTXAS_PATH and the like still apply (Triton's knobs)."""
+    from triton.backends.nvidia import compiler
+
+    if inspect.signature(compiler.get_ptxas).parameters:
+        return compiler.get_ptxas(parse_arch(arch)[0]).path
+    return compiler.get_ptxas().path
 
 
 def all_specs(dtype: torch.dtype, ops=OP_MODULES) -> list[AotSpec]:

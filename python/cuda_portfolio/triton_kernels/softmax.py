@@ -255,8 +255,10 @@ def _online_max_sum(x_row, start, stop, BLOCK_N: tl.constexpr, THREADS: tl.const
     the loop (so the span's bounds are dead in it) and folded after it into a (max, sum) pair merged last
     (_span_edges).
     """
-    V: tl.constexpr = min(BLOCK_N, 128 // x_row.dtype.element_ty.primitive_bitwidth)
-    T: tl.constexpr = min(THREADS, BLOCK_N // V)
+    UNIT: tl.constexpr = 128 // x_row.dtype.element_ty.primitive_bitwidth
+    # Conditional expressions, not min(): Triton 3.4 takes min() of constexprs for tl.minimum, outside a constexpr.
+    V: tl.constexpr = BLOCK_N if BLOCK_N < UNIT else UNIT
+    T: tl.constexpr = THREADS if THREADS < BLOCK_N // V else BLOCK_N // V
     A: tl.constexpr = BLOCK_N // (T * V)
     m = tl.full([T], -FLT_MAX, tl.float32)
     s = tl.zeros([T], tl.float32)
@@ -425,7 +427,7 @@ def _softmax_pieces_held(x_row, y_row, start, stop, HEAD_N: tl.constexpr, TAIL_N
 def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
                                      PREFETCH: tl.constexpr, LOAD_HINT: tl.constexpr, EDGES: tl.constexpr):
     first = tl.program_id(0).to(tl.int64)
-    HELD_N: tl.constexpr = max(BLOCK_N, 16)  # _load_held's words: at least one whole unit of any dtype
+    HELD_N: tl.constexpr = BLOCK_N if BLOCK_N > 16 else 16  # _load_held's words: a whole unit (not max(): 3.4)
     if EDGES:  # each row held as split_row holds a chunk; on the persistent grid rows in turn, without the prefetch
         if PREFETCH:
             for row in range(first, rows, tl.num_programs(0)):
@@ -457,7 +459,7 @@ def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_r
 def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, dy_row_stride, dx_row_stride,
                                      BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
-    HELD_N: tl.constexpr = max(BLOCK_N, 16)  # _load_held's words: at least one whole unit of any dtype
+    HELD_N: tl.constexpr = BLOCK_N if BLOCK_N > 16 else 16  # _load_held's words: a whole unit (not max(): 3.4)
     if EDGES and (HELD_N & (HELD_N - 1)):  # in a three-quarter tile (block_per_row_tile): two pieces
         phase = _row_phase(row * y_row_stride, y_ptr, EDGES, INT32=True)  # int64: 84 registers uncapped, not 76
         _grad_pieces_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES),
