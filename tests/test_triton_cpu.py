@@ -1,10 +1,12 @@
 """CPU tier: Triton kernels through the interpreter (TRITON_INTERPRET=1, set by conftest.py on
 machines without a GPU) at small odd sizes, and compiled ahead of time for sm_90a."""
+import ast
 import json
 import os
 import subprocess
 import sys
 import unittest
+from pathlib import Path
 
 import torch
 
@@ -30,6 +32,23 @@ class CopyInterpreterTest(unittest.TestCase):
     def test_empty_tensor(self):
         y = cp.copy(torch.empty(0, 5), backend="triton")
         self.assertEqual(y.shape, (0, 5))
+
+
+class TritonSourceTest(unittest.TestCase):
+    def test_constexpr_bounds_call_no_builtin_min_or_max(self):
+        """Triton 3.4 (the README's floor) takes min() and max() in a kernel for tl.minimum / tl.maximum, so a
+        constexpr bound computed with them (`V: tl.constexpr = min(...)`) becomes a tensor and the kernel stops
+        compiling there (66 AOT configurations did until session 58); later Triton folds them. Such bounds use
+        conditional expressions; min() of run-time values is tl.minimum in every version and stays."""
+        kernels = Path(__file__).resolve().parent.parent / "python" / "cuda_portfolio" / "triton_kernels"
+        found = []
+        for path in sorted(kernels.glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.AnnAssign) and "constexpr" in ast.unparse(node.annotation) and node.value:
+                    found += [f"{path.name}:{node.lineno}" for call in ast.walk(node.value)
+                              if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                              and call.func.id in ("min", "max")]
+        self.assertEqual(found, [], "a constexpr bound computed with min()/max() (Triton 3.4 cannot compile it)")
 
 
 AOT_SCRIPT = r"""
