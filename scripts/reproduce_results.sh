@@ -4,7 +4,7 @@
 # bench:     the reference benchmarks (results/README.md): softmax full preset, fp32+bf16, fwd+bwd,
 #            the plan each backend picks; GEMM full preset, bf16+fp16, the kernel each backend
 #            picks; the GEMM ladder (every kernel version, fp32 and bf16) at 4096^3. JSON + PNG each;
-#            then every cell of the three against the issues' bars (bench.targets).
+#            then every cell of the three against the issues' bars (bench.targets; targets.png).
 # sanitizer: compute-sanitizer memcheck over the executable, the GPU test tier and the smoke run of
 #            every variant (allocator cache off), racecheck/initcheck/synccheck over the smoke run,
 #            and both negative controls (which must report an invalid global write). The steps are
@@ -61,7 +61,7 @@ for group in "${groups[@]}"; do
         --shapes 4096x4096x4096 --dtype fp32,bf16 --plans all --json "$OUT_DIR/matmul-ladder.json" \
         --plot "$OUT_DIR/matmul-ladder.png"
       step targets "cells with a target" $PY -m cuda_portfolio.bench.targets "$OUT_DIR/softmax.json" \
-        "$OUT_DIR/matmul.json" "$OUT_DIR/matmul-ladder.json"
+        "$OUT_DIR/matmul.json" "$OUT_DIR/matmul-ladder.json" --plot "$OUT_DIR/targets.png"
       ;;
     sanitizer)
       # With the allocator cache on, a stray write can land in another tensor unseen; Triton GEMM

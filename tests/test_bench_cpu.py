@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from cuda_portfolio.bench import cli, env, shapes
-from cuda_portfolio.bench import compare, report, targets
+from cuda_portfolio.bench import compare, plot, report, targets
 from cuda_portfolio.bench.case import CONTROL, OURS, PEER, REFERENCE, Case, Provider, relative_error, selected_names
 from cuda_portfolio.bench.report import render_table
 from cuda_portfolio.bench.runner import base_record, run_case, time_ratio
@@ -686,6 +686,33 @@ class TargetsTest(unittest.TestCase):
         lines = targets.render(doc, "fixture", only_not_met=True)
         self.assertFalse([line for line in lines if line.startswith("  met ")])
         self.assertRegex(lines[-1], r"^  \d+ met, \d+ not met, of \d+ cells with a target$")
+
+    def test_grid_of_every_verdict_and_its_plot(self):
+        doc = load_fixture()
+        mine = next(r for r in doc["records"] if r["op"] == "softmax" and r["provider"] == "triton")
+        mine["ratio_to_peers"]["liger"] = 0.97
+        found = targets.verdicts(doc)
+        grids = plot.target_grids(found)
+        self.assertEqual([title for title, *_ in grids],
+                         ["softmax: copy ratio", "softmax: Liger ratio", "matmul: cuBLAS ratio"])
+        self.assertEqual(sum(len(cells) for *_, cells in grids), len(found))     # every verdict in one cell
+        for title, rows, columns, cells in grids:
+            self.assertEqual(len(set(rows)), len(rows), title)
+            self.assertTrue(all(row in rows and column in columns for row, column in cells), title)
+        columns = grids[0][2]
+        self.assertLess(columns.index("cuda fp32 fwd"), columns.index("cuda fp32 bwd"))
+        cube = grids[2][3]["4096³", "cuda bf16"]
+        self.assertEqual((cube.bar, cube.met), (1.00, False))
+        self.assertEqual(plot.value_text(0.9996, 1.0, "x Liger"), "0.9996")       # 1.000 would read as met
+        self.assertEqual(plot.value_text(0.8996, 0.90, "x copy"), "0.8996")
+        self.assertEqual(plot.value_text(0.936, 0.90, "x copy"), "0.94")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "nested", "targets.png")
+            r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench.targets", str(FIXTURE), "--plot", out],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
     def test_command_line(self):
         r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench.targets", str(FIXTURE), "--not-met"],

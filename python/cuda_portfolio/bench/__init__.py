@@ -4,6 +4,7 @@
     python -m cuda_portfolio.bench.plot results.json out.png
     python -m cuda_portfolio.bench.report results.json
     python -m cuda_portfolio.bench.schema results.json
+    python -m cuda_portfolio.bench.targets results.json ... [--not-met] [--plot targets.png]
 
 The package itself never imports this subpackage; importing it does not initialize CUDA.
 """

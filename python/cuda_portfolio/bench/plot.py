@@ -2,6 +2,7 @@
 
     python -m cuda_portfolio.bench.plot results.json out.png
 
+(`python -m cuda_portfolio.bench.targets ... --plot out.png` draws the targets' grid, render_targets below.)
 Softmax: TB/s against row length (log x), one line per provider (and plan), forward solid and
 backward dashed, the measured device-copy ceiling as a horizontal line; one panel per dtype.
 GEMM: TFLOP/s per kernel against cuBLAS as grouped bars per shape; one panel per dtype.
@@ -15,6 +16,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from .report import SHORT_DTYPE, shape_cube
 
 
 def _pyplot():
@@ -103,6 +106,82 @@ def render_plot(doc: dict, path: str) -> None:
                 _matmul_panel(ax, selected, dtypes[col])
     env = doc["env"]
     fig.suptitle(f"{env['gpu']} - torch {env['torch']}, triton {env['triton']} - {env['date']}", fontsize=10)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+DTYPE_ORDER = ("float32", "bfloat16", "float16")
+
+
+def target_column(r: dict) -> tuple:
+    """A grid column: provider (and the kernel pinned by name), dtype, direction; ordered with the pinned kernels
+    last, forward before backward, then by dtype and provider."""
+    direction = r["direction"] if r["op"] == "softmax" else ""
+    label = " ".join(part for part in (series_label(r), SHORT_DTYPE.get(r["dtype"], r["dtype"]), direction) if part)
+    dtype_rank = DTYPE_ORDER.index(r["dtype"]) if r["dtype"] in DTYPE_ORDER else len(DTYPE_ORDER)
+    return (r["plan"] not in (None, "auto"), direction == "bwd", dtype_rank, series_label(r)), label
+
+
+def target_grids(found: list) -> list[tuple[str, list[str], list[str], dict]]:
+    """The verdicts (bench.targets.Verdict) as one grid per (op, measure), in the order they first appear:
+    (title, row labels = shapes in run order, column labels, {(row, column): verdict})."""
+    grids = {}
+    for v in found:
+        title = f"{v.record['op']}: {v.measure.removeprefix('x ')} ratio"
+        rows, columns, cells = grids.setdefault(title, ({}, {}, {}))
+        row = shape_cube(v.record["shape"])
+        rows.setdefault(row, len(rows))
+        order, column = target_column(v.record)
+        columns.setdefault(column, order)
+        cells[row, column] = v
+    return [(title, list(rows), sorted(columns, key=columns.get), cells) for title, (rows, columns, cells) in
+            grids.items()]
+
+
+def value_text(value: float, bar: float, measure: str) -> str:
+    """The value at 2 decimals for copy ratios and 3 for time ratios, with more where rounding would lift a value
+    under its bar to it (0.9996x cuBLAS reads 0.9996, not 1.000)."""
+    digits = 2 if measure == "x copy" else 3
+    while value < bar and float(f"{value:.{digits}f}") >= bar and digits < 6:
+        digits += 1
+    return f"{value:.{digits}f}"
+
+
+def render_targets(found: list, path: str, title: str) -> None:
+    """Every cell with a target as a colored grid, one panel per (op, measure): the color is the value over its bar
+    (red below, green at or above), the text the value and the bar, and an outline marks a cell not met."""
+    plt = _pyplot()
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.patches import Rectangle
+
+    grids = target_grids(found)
+    if not grids:
+        raise ValueError("nothing to plot: no record of ours has a target in these files")
+    fig, axes = plt.subplots(len(grids), 1, squeeze=False, figsize=(12, 1.2 + sum(0.42 * len(g[1]) + 1.3
+                                                                                      for g in grids)),
+                             gridspec_kw={"height_ratios": [len(g[1]) + 3 for g in grids]})
+    norm = TwoSlopeNorm(vmin=0.6, vcenter=1.0, vmax=1.1)
+    cmap = plt.get_cmap("RdYlGn")
+    for ax, (panel, rows, columns, cells) in zip(axes[:, 0], grids):
+        for (row, column), v in cells.items():
+            y, x = rows.index(row), columns.index(column)
+            ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, alpha=0.75,
+                                   color=cmap(norm(min(max(v.value / v.bar, 0.6), 1.1)))))
+            ax.text(x, y, f"{value_text(v.value, v.bar, v.measure)}\n≥ {v.bar:.2f}", ha="center", va="center", fontsize=7,
+                    fontweight="normal" if v.met else "bold")
+            if not v.met:
+                ax.add_patch(Rectangle((x - 0.46, y - 0.46), 0.92, 0.92, fill=False, linewidth=1.6, color="black"))
+        ax.set_xlim(-0.5, len(columns) - 0.5)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_xticks(range(len(columns)))
+        ax.set_xticklabels(columns, rotation=25, ha="right", fontsize=8)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels(rows, fontsize=8)
+        met = sum(v.met for v in cells.values())
+        ax.set_title(f"{panel}: {met} met, {len(cells) - met} not met (outlined) of {len(cells)}", fontsize=9)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

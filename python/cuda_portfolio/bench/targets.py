@@ -1,7 +1,7 @@
 """The project's performance targets, checked against benchmark results files: which cells meet their bar.
 
     python -m cuda_portfolio.bench.targets results/h200/softmax.json results/h200/matmul.json \
-        results/h200/matmul-ladder.json [--not-met]
+        results/h200/matmul-ladder.json [--not-met] [--plot targets.png]
 
 The bars are the issues' (softmax #3, GEMM #4), applied to the records of our backends (provider cuda or
 triton) in each file, with the ratios the run stored (to the copy ceiling or to cuBLAS measured in the same
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import NamedTuple
 
 from . import run_cli
@@ -117,7 +118,10 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", nargs="+", help="results JSON files (--json of the benchmark)")
     parser.add_argument("--not-met", action="store_true", help="print only the cells under their bar")
+    parser.add_argument("--plot", metavar="PATH",
+                        help="also draw every cell of all the files as one grid per op and measure (.png, .svg)")
     args = parser.parse_args(argv)
+    found, commits = [], []
     for path in args.results:
         with open(path) as f:
             doc = json.load(f)
@@ -126,6 +130,16 @@ def main(argv=None) -> int:
             print(f"targets: {path} is not a benchmark results file: {problems[0]}", file=sys.stderr)
             return 2
         print("\n".join(render(doc, path, args.not_met)))
+        found += verdicts(doc)
+        commits.append(f"{Path(path).name} at {(doc['env'].get('git_commit') or 'unknown')[:12]}")
+    if args.plot:
+        from .plot import render_targets
+        try:
+            render_targets(found, args.plot, f"{doc['env']['gpu']}: ours against the issues' bars ({', '.join(commits)})")
+        except (RuntimeError, ValueError) as exc:
+            print(f"targets: {exc}", file=sys.stderr)
+            return 1
+        print(f"wrote {args.plot}")
     return 0
 
 
