@@ -443,6 +443,29 @@ class SoftmaxGpuTest(GpuTestCase):
                         self.assertClose(y, ref, 1e-5, "forward")
                         self.assertClose(leaf.grad, x64.grad, 1e-5, "backward")
 
+    def test_double_backward_matches_float64_torch(self):
+        """Second order (the backward op's own autograd): the gradient of <grad_x(<softmax(x), w>), v> with respect
+        to x and w, every plan, a short and a long row; 16-bit tolerances doubled as in the CPU tier's test (the
+        second order starts from rounded y and first gradients)."""
+        for backend in ("cuda", "triton"):
+            for rows, cols in ((37, 1030), (4, 70000)):
+                for dtype in (torch.float32, torch.bfloat16):
+                    for plan in ["auto"] + list(self.runnable(backend, rows, cols, dtype)):
+                        with self.subTest(backend=backend, rows=rows, cols=cols, dtype=dtype, plan=plan):
+                            x = torch.randn(rows, cols, device="cuda").to(dtype).requires_grad_()
+                            w = torch.randn(rows, cols, device="cuda").to(dtype).requires_grad_()
+                            v = torch.randn(rows, cols, device="cuda").to(dtype)
+                            y = cp.softmax(x, backend=backend, plan=plan)
+                            (g,) = torch.autograd.grad((y * w).sum(), x, create_graph=True)
+                            grad_x, grad_w = torch.autograd.grad((g * v).sum(), [x, w])
+                            x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
+                            (g64,) = torch.autograd.grad((torch.softmax(x64, -1) * w64).sum(), x64,
+                                                         create_graph=True)
+                            ref_x, ref_w = torch.autograd.grad((g64 * v.double()).sum(), [x64, w64])
+                            tol = TOLERANCE[dtype] * (1 if dtype == torch.float32 else 2)
+                            self.assertClose(grad_x, ref_x, tol, "second order, x")
+                            self.assertClose(grad_w, ref_w, tol, "second order, w")
+
     def test_special_values_like_torch(self):
         for backend in ("cuda", "triton"):
             for cols in (33, 5000, 70000):

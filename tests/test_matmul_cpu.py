@@ -196,6 +196,19 @@ class MatmulApiTest(unittest.TestCase):
             self.assertLessEqual(rel_error(a.grad, a64.grad), 1e-5, f"dA {shape}")
             self.assertLessEqual(rel_error(b.grad, b64.grad), 1e-5, f"dB {shape}")
 
+    def test_double_backward_matches_float64(self):
+        """Second order: the backward is the op itself (dA = dY·Bᵀ, dB = Aᵀ·dY), so the gradients of
+        <dA, v> + <dB, u> with respect to a, b and the upstream w run our kernels again."""
+        a, b, w = (torch.randn(*shape, requires_grad=True) for shape in ((5, 7), (7, 3), (5, 3)))
+        v, u = torch.randn(5, 7), torch.randn(7, 3)
+        ga, gb = torch.autograd.grad((cp.matmul(a, b, backend="triton") * w).sum(), [a, b], create_graph=True)
+        second = torch.autograd.grad((ga * v).sum() + (gb * u).sum(), [a, b, w])
+        a64, b64, w64 = (t.detach().double().requires_grad_() for t in (a, b, w))
+        ga64, gb64 = torch.autograd.grad(((a64 @ b64) * w64).sum(), [a64, b64], create_graph=True)
+        ref = torch.autograd.grad((ga64 * v.double()).sum() + (gb64 * u.double()).sum(), [a64, b64, w64])
+        for name, out, expected in zip("abw", second, ref):
+            self.assertLessEqual(rel_error(out, expected), 1e-5, f"second order, {name}")
+
     def test_gradient_of_sum_has_stride_zero_and_still_works(self):
         a, b = torch.randn(4, 6, requires_grad=True), torch.randn(6, 3, requires_grad=True)
         cp.matmul(a, b, backend="triton").sum().backward()

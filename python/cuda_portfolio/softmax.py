@@ -95,6 +95,27 @@ def _softmax_fwd_backward(ctx, dy):
 softmax_fwd.register_autograd(_softmax_fwd_backward, setup_context=_save_for_backward)
 
 
+def _save_bwd_inputs(ctx, inputs, output):
+    y, dy, ctx.backend, ctx.plan = inputs
+    ctx.save_for_backward(y, dy)
+
+
+def _softmax_bwd_backward(ctx, g):
+    """Second order (double backward: Hessian-vector products, gradient penalties), for dx = y * (dy - s) with
+    s = sum(y * dy) over the row: d/d(dy) = y * (g - sum(g * y)), which is the first-order kernel on (y, g), and
+    d/dy = g * (dy - s) - sum(g * y) * dy, a few row-wise ops left to PyTorch in fp32 (not a kernel of ours)."""
+    y, dy = ctx.saved_tensors
+    grad_dy = softmax_bwd(y, g, ctx.backend, ctx.plan).to(dy.dtype)
+    y32, dy32, g32 = y.float(), dy.float(), g.float()
+    s = (y32 * dy32).sum(-1, keepdim=True)
+    t = (y32 * g32).sum(-1, keepdim=True)
+    grad_y = (g32 * (dy32 - s) - t * dy32).to(y.dtype)
+    return grad_y, grad_dy, None, None
+
+
+softmax_bwd.register_autograd(_softmax_bwd_backward, setup_context=_save_bwd_inputs)
+
+
 def _resolve_plan(backend: str, plan: str, x: torch.Tensor, direction: str) -> str:
     """The concrete plan for rows over the last dim of `x`, or a ValueError. Runs inside the custom
     ops, so torch.compile never traces the backends' (native) plan queries."""
