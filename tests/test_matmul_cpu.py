@@ -272,5 +272,10 @@ class MatmulValidationTest(unittest.TestCase):
     def test_matmul_kernels_contents(self):
         self.assertEqual(cp.matmul_kernels("triton"), ["tiled", "persistent_tma"])
         self.assertEqual(cp.matmul_kernels("cuda")[:4], ["naive", "smem_tiled", "register_blocked", "mma_sync"])
-        with self.assertRaisesRegex(ValueError, "unknown backend"):
+        with self.assertRaisesRegex(ValueError, "unknown backend 'cublas'; choose one of cuda, triton"):
             cp.matmul_kernels("cublas")
+
+    def test_kernel_of_the_wrong_type(self):
+        with self.assertRaisesRegex(TypeError, r"matmul: kernel must be a str \('auto' or a name from "
+                                               r"matmul_kernels\(backend\)\), got None of type NoneType"):
+            cp.matmul(torch.randn(2, 2), torch.randn(2, 2), kernel=None)

@@ -798,6 +798,15 @@ class SoftmaxValidationTest(unittest.TestCase):
         with self.assertRaisesRegex(IndexError, r"dim 1 is out of range for a tensor with ndim 0"):
             cp.softmax(torch.tensor(1.0), 1)
 
+    def test_dim_and_plan_of_the_wrong_type(self):
+        with self.assertRaisesRegex(TypeError, r"softmax: dim must be an int, got True of type bool"):
+            cp.softmax(torch.randn(3, 4), True)
+        with self.assertRaisesRegex(TypeError, r"softmax: dim must be an int, got 1.0 of type float"):
+            cp.softmax(torch.randn(3, 4), 1.0)
+        with self.assertRaisesRegex(TypeError, r"softmax: plan must be a str \('auto' or a name from "
+                                               r"softmax_plans\(backend\)\), got None of type NoneType"):
+            cp.softmax(torch.randn(3, 4), plan=None)
+
     def test_cpu_tensor_for_cuda_backend(self):
         with self.assertRaisesRegex(ValueError, "backend='cuda' needs a CUDA tensor, got a tensor on cpu"):
             cp.softmax(torch.randn(3), backend="cuda")

@@ -17,6 +17,13 @@ def check_float_tensor(x, name: str, op: str) -> None:
         raise TypeError(f"{op}: unsupported dtype {x.dtype} for {name}; supported: {supported}")
 
 
+def check_name(value, name: str, op: str, choices: str) -> None:
+    """A plan / kernel / backend argument must be a str: the custom ops' schemas would refuse anything else with a
+    message about their own argument positions."""
+    if not isinstance(value, str):
+        raise TypeError(f"{op}: {name} must be a str ({choices}), got {value!r} of type {type(value).__name__}")
+
+
 def as_rows(x: torch.Tensor) -> torch.Tensor:
     """A 2-D (rows, cols) view of `x` over its last dim with unit column stride.
 

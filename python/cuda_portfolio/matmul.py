@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ._backends import BACKENDS, available_backends, resolve_backend
-from ._tensors import check_float_tensor, device_guard
+from ._tensors import check_float_tensor, check_name, device_guard
 
 OP = "matmul"
 
@@ -21,7 +21,7 @@ def _backend_module(backend: str):
     elif backend == "triton":
         from .triton_kernels import matmul as module
     else:
-        raise ValueError(f"{OP}: unknown backend {backend!r}; choose one of {list(BACKENDS)}")
+        raise ValueError(f"{OP}: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     return module
 
 
@@ -125,6 +125,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, backend: str = "auto", kernel: s
     when torch.backends.cuda.matmul.allow_tf32 is set at call time. Output dtype = input dtype.
     """
     _check_operands(a, b)
+    check_name(kernel, "kernel", OP, "'auto' or a name from matmul_kernels(backend)")
     if backend not in ("auto",) + BACKENDS:
         raise ValueError(f"{OP}: unknown backend {backend!r}; choose one of 'auto', 'cuda', 'triton'")
     return _matmul_op(a, b, backend, kernel, torch.backends.cuda.matmul.allow_tf32)

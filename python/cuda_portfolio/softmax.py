@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ._backends import BACKENDS, available_backends, resolve_backend
-from ._tensors import as_rows, check_float_tensor, device_guard
+from ._tensors import as_rows, check_float_tensor, check_name, device_guard
 
 
 def _backend_module(backend: str):
@@ -140,8 +140,11 @@ def softmax(x: torch.Tensor, dim: int = -1, *, backend: str = "auto", plan: str 
     are read through a strided view when the leading dims collapse, else copied).
     """
     check_float_tensor(x, "x", "softmax")
+    check_name(plan, "plan", "softmax", "'auto' or a name from softmax_plans(backend)")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"softmax: dim must be an int, got {dim!r} of type {type(dim).__name__}")
     ndim = max(x.dim(), 1)  # like torch, a 0-d tensor takes dim 0 or -1
-    if not isinstance(dim, int) or not -ndim <= dim < ndim:
+    if not -ndim <= dim < ndim:
         raise IndexError(f"softmax: dim {dim!r} is out of range for a tensor with ndim {x.dim()} "
                          f"(expected a dim in [{-ndim}, {ndim - 1}])")
     chosen = choose_backend(x) if backend == "auto" else resolve_backend(backend, x, "softmax")
