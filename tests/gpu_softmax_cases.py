@@ -466,6 +466,22 @@ class SoftmaxGpuTest(GpuTestCase):
                             self.assertClose(grad_x, ref_x, tol, "second order, x")
                             self.assertClose(grad_w, ref_w, tol, "second order, w")
 
+    def test_vmap_forward_backward(self):
+        """torch.func.vmap over cp.softmax (the batch as more rows of one launch), batch dim 1, then backward."""
+        for backend in ("cuda", "triton"):
+            for dtype in (torch.float32, torch.bfloat16):
+                with self.subTest(backend=backend, dtype=dtype):
+                    x = torch.randn(37, 6, 1030, device="cuda").to(dtype).requires_grad_()
+                    dy = torch.randn(6, 37, 1030, device="cuda").to(dtype)
+                    y = torch.func.vmap(lambda r: cp.softmax(r, -1, backend=backend), in_dims=1)(x)
+                    y.backward(dy)
+                    x64 = x.detach().double().requires_grad_()
+                    ref = torch.softmax(x64, -1).movedim(1, 0)
+                    ref.backward(dy.double())
+                    self.assertClose(y, ref, TOLERANCE[dtype], "vmap forward")
+                    self.assertClose(x.grad, x64.grad, TOLERANCE[dtype], "vmap backward",
+                                     scale=grad_scale(ref.detach(), dy))
+
     def test_special_values_like_torch(self):
         for backend in ("cuda", "triton"):
             for cols in (33, 5000, 70000):

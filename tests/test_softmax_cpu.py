@@ -9,6 +9,7 @@ import triton.language as tl
 
 import cuda_portfolio as cp
 from cuda_portfolio._backends import triton_interpreting
+from cuda_portfolio.softmax import softmax_bwd
 from cuda_portfolio.triton_kernels import softmax as triton_softmax
 from tests.softmax_reference import grad_scale, reference_grad
 from tests.split_row_forms import split_row_forced
@@ -758,6 +759,33 @@ class SoftmaxApiTest(unittest.TestCase):
                     tol = TOLERANCE[dtype] * (1 if dtype == torch.float32 else 2)
                     self.assertLessEqual(relative_error(grad_x, ref_x), tol)
                     self.assertLessEqual(relative_error(grad_w, ref_w), tol)
+
+    def test_vmap_runs_the_batch_in_one_launch(self):
+        """torch.func.vmap over cp.softmax (and the backward op, one operand unbatched): the batch becomes more rows
+        of one launch (register_vmap), where torch's default rule launched once per sample; values against float64."""
+        launches = []
+
+        def counted(name):
+            real = getattr(triton_softmax, name)
+            return lambda rows, *args: launches.append((name, tuple(rows.shape))) or real(rows, *args)
+
+        x = torch.randn(4, 3, 9, requires_grad=True)
+        w = torch.randn(3, 4, 9)
+        with mock.patch.object(triton_softmax, "forward", counted("forward")), \
+                mock.patch.object(triton_softmax, "backward", counted("backward")):
+            y = torch.func.vmap(lambda r: cp.softmax(r, -1, backend="triton"), in_dims=1)(x)
+            y.backward(w)
+            y_bwd = torch.softmax(torch.randn(3, 9), -1)
+            dys = torch.randn(5, 3, 9)
+            dx = torch.func.vmap(lambda d: softmax_bwd(y_bwd, d, "triton", "auto"))(dys)
+        self.assertEqual(launches, [("forward", (12, 9)), ("backward", (12, 9)), ("backward", (15, 9))])
+        x64 = x.detach().double().requires_grad_()
+        ref = torch.softmax(x64, -1).movedim(1, 0)
+        ref.backward(w.double())
+        tol = TOLERANCE[torch.float32]
+        self.assertLessEqual(relative_error(y, ref), tol)
+        self.assertLessEqual(relative_error(x.grad, x64.grad), tol)
+        self.assertLessEqual(relative_error(dx, reference_grad(y_bwd, dys)), tol)
 
     def test_autograd_other_dim_and_broadcast_grad(self):
         # The gradient reaching the op is an expanded (row stride 0) tensor after moving dim 0 last.

@@ -116,6 +116,27 @@ def _softmax_bwd_backward(ctx, g):
 softmax_bwd.register_autograd(_softmax_bwd_backward, setup_context=_save_bwd_inputs)
 
 
+def _batch_first(t: torch.Tensor, bdim: int | None, batch_size: int) -> torch.Tensor:
+    """A vmapped operand with its batch dim first; an unbatched one expanded to the batch (rows of stride 0, which
+    _kernel_rows copies only if the kernel needs it)."""
+    return t.movedim(bdim, 0) if bdim is not None else t.expand(batch_size, *t.shape)
+
+
+def _softmax_fwd_vmap(info, in_dims, x, backend, plan):
+    # The ops work on the last dim of a tensor of any rank, so a batch is more rows: one launch for the whole batch
+    # where torch's default vmap rule would launch once per sample.
+    return softmax_fwd(_batch_first(x, in_dims[0], info.batch_size), backend, plan), 0
+
+
+def _softmax_bwd_vmap(info, in_dims, y, dy, backend, plan):
+    y, dy = (_batch_first(t, bdim, info.batch_size) for t, bdim in zip((y, dy), in_dims[:2]))
+    return softmax_bwd(y, dy, backend, plan), 0
+
+
+softmax_fwd.register_vmap(_softmax_fwd_vmap)
+softmax_bwd.register_vmap(_softmax_bwd_vmap)
+
+
 def _resolve_plan(backend: str, plan: str, x: torch.Tensor, direction: str) -> str:
     """The concrete plan for rows over the last dim of `x`, or a ValueError. Runs inside the custom
     ops, so torch.compile never traces the backends' (native) plan queries."""
