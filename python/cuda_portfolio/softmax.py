@@ -133,8 +133,9 @@ def _softmax_bwd_vmap(info, in_dims, y, dy, backend, plan):
     return softmax_bwd(y, dy, backend, plan), 0
 
 
-softmax_fwd.register_vmap(_softmax_fwd_vmap)
-softmax_bwd.register_vmap(_softmax_bwd_vmap)
+if hasattr(softmax_fwd, "register_vmap"):  # torch >= 2.5
+    softmax_fwd.register_vmap(_softmax_fwd_vmap)
+    softmax_bwd.register_vmap(_softmax_bwd_vmap)
 
 
 def _resolve_plan(backend: str, plan: str, x: torch.Tensor, direction: str) -> str:
