@@ -8,6 +8,7 @@ import torch
 
 import cuda_portfolio as cp
 from cuda_portfolio._backends import triton_interpreting
+from cuda_portfolio.matmul import _matmul_op as matmul_op
 
 needs_interpreter = unittest.skipUnless(triton_interpreting(), "needs TRITON_INTERPRET=1 (set on machines without a GPU)")
 
@@ -208,6 +209,37 @@ class MatmulApiTest(unittest.TestCase):
         ref = torch.autograd.grad((ga64 * v.double()).sum() + (gb64 * u.double()).sum(), [a64, b64, w64])
         for name, out, expected in zip("abw", second, ref):
             self.assertLessEqual(rel_error(out, expected), 1e-5, f"second order, {name}")
+
+    @unittest.skipUnless(hasattr(matmul_op, "register_vmap"), "torch < 2.5: custom ops have no register_vmap")
+    def test_vmap_samples_against_one_b_are_one_gemm(self):
+        """torch.func.vmap: samples of a against a shared b run as the rows of one launch; batched b (either side,
+        or logical 3-D operands) joins the op's batch dim, a launch per slice. Values against float64."""
+        from cuda_portfolio.triton_kernels import matmul as triton_matmul
+        real, launches = triton_matmul.matmul, []
+
+        def counted(a, b, out, *args):
+            launches.append((tuple(a.shape), tuple(b.shape)))
+            return real(a, b, out, *args)
+
+        a, b, bs = torch.randn(4, 5, 6), torch.randn(6, 3), torch.randn(4, 6, 3)
+        a3, b3 = torch.randn(2, 4, 5, 6), torch.randn(4, 6, 3)
+        # case: (function, operands, in_dims, the launches' row counts, float64 reference)
+        cases = {"shared b": (lambda r: cp.matmul(r, b, backend="triton"), (a,), 0, [20], a.double() @ b.double()),
+                 "batch dim 1": (lambda r: cp.matmul(r, b, backend="triton"), (a.transpose(0, 1),), 1, [20],
+                                 a.double() @ b.double()),
+                 "both batched": (lambda r, s: cp.matmul(r, s, backend="triton"), (a, bs), 0, [5] * 4,
+                                  a.double() @ bs.double()),
+                 "shared a": (lambda s: cp.matmul(a[0], s, backend="triton"), (bs,), 0, [5] * 4,
+                              a[0].double() @ bs.double()),
+                 "3-D samples": (lambda r: cp.matmul(r, b3, backend="triton"), (a3,), 0, [5] * 8,
+                                 a3.double() @ b3.double())}
+        for label, (fn, args, in_dims, rows, ref) in cases.items():
+            with self.subTest(case=label):
+                launches.clear()
+                with unittest.mock.patch.object(triton_matmul, "matmul", counted):
+                    out = torch.func.vmap(fn, in_dims=in_dims)(*args)
+                self.assertEqual([shape_a[0] for shape_a, _ in launches], rows)
+                self.assertLessEqual(rel_error(out, ref), 1e-5)
 
     def test_gradient_of_sum_has_stride_zero_and_still_works(self):
         a, b = torch.randn(4, 6, requires_grad=True), torch.randn(6, 3, requires_grad=True)

@@ -24,6 +24,12 @@ def check_name(value, name: str, op: str, choices: str) -> None:
         raise TypeError(f"{op}: {name} must be a str ({choices}), got {value!r} of type {type(value).__name__}")
 
 
+def batch_first(t: torch.Tensor, bdim: int | None, batch_size: int) -> torch.Tensor:
+    """For a vmap rule: an operand with its batch dim first; an unbatched one expanded to the batch (stride 0, no
+    copy until a kernel needs one)."""
+    return t.movedim(bdim, 0) if bdim is not None else t.expand(batch_size, *t.shape)
+
+
 def as_rows(x: torch.Tensor) -> torch.Tensor:
     """A 2-D (rows, cols) view of `x` over its last dim with unit column stride.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ._backends import BACKENDS, available_backends, resolve_backend
-from ._tensors import check_float_tensor, check_name, device_guard
+from ._tensors import batch_first, check_float_tensor, check_name, device_guard
 
 OP = "matmul"
 
@@ -80,6 +80,19 @@ def _(a, b, backend, kernel, allow_tf32):
     return a.new_empty(a.shape[:-1] + (b.shape[-1],))
 
 
+def _matmul_vmap(info, in_dims, a, b, backend, kernel, allow_tf32):
+    """torch.func.vmap: samples of a against one b are the rows of one GEMM (one launch where torch's default rule
+    launched once per sample); otherwise the batch joins the op's own batch dim (a launch per slice, as for 3-D)."""
+    a_bdim, b_bdim = in_dims[:2]
+    if b_bdim is None and b.dim() == 2:
+        a = a.movedim(a_bdim, 0)
+        out = _matmul_op(a.reshape(-1, a.shape[-1]), b, backend, kernel, allow_tf32)
+        return out.view(*a.shape[:-1], out.shape[-1]), 0
+    a, b = batch_first(a, a_bdim, info.batch_size), batch_first(b, b_bdim, info.batch_size)
+    out = _matmul_op(a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]), backend, kernel, allow_tf32)
+    return out.view(*a.shape[:-1], out.shape[-1]), 0
+
+
 def _setup_context(ctx, inputs, output):
     a, b, backend, kernel, allow_tf32 = inputs
     ctx.save_for_backward(a, b)
@@ -98,6 +111,8 @@ def _backward(ctx, grad):
 
 
 _matmul_op.register_autograd(_backward, setup_context=_setup_context)
+if hasattr(_matmul_op, "register_vmap"):  # torch >= 2.5
+    _matmul_op.register_vmap(_matmul_vmap)
 
 
 def _check_operands(a, b) -> None:

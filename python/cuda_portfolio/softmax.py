@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ._backends import BACKENDS, available_backends, resolve_backend
-from ._tensors import as_rows, check_float_tensor, check_name, device_guard
+from ._tensors import as_rows, batch_first, check_float_tensor, check_name, device_guard
 
 
 def _backend_module(backend: str):
@@ -116,20 +116,14 @@ def _softmax_bwd_backward(ctx, g):
 softmax_bwd.register_autograd(_softmax_bwd_backward, setup_context=_save_bwd_inputs)
 
 
-def _batch_first(t: torch.Tensor, bdim: int | None, batch_size: int) -> torch.Tensor:
-    """A vmapped operand with its batch dim first; an unbatched one expanded to the batch (rows of stride 0, which
-    _kernel_rows copies only if the kernel needs it)."""
-    return t.movedim(bdim, 0) if bdim is not None else t.expand(batch_size, *t.shape)
-
-
 def _softmax_fwd_vmap(info, in_dims, x, backend, plan):
     # The ops work on the last dim of a tensor of any rank, so a batch is more rows: one launch for the whole batch
     # where torch's default vmap rule would launch once per sample.
-    return softmax_fwd(_batch_first(x, in_dims[0], info.batch_size), backend, plan), 0
+    return softmax_fwd(batch_first(x, in_dims[0], info.batch_size), backend, plan), 0
 
 
 def _softmax_bwd_vmap(info, in_dims, y, dy, backend, plan):
-    y, dy = (_batch_first(t, bdim, info.batch_size) for t, bdim in zip((y, dy), in_dims[:2]))
+    y, dy = (batch_first(t, bdim, info.batch_size) for t, bdim in zip((y, dy), in_dims[:2]))
     return softmax_bwd(y, dy, backend, plan), 0
 
 
