@@ -353,6 +353,20 @@ class MatmulGpuTest(GpuTestCase):
                         self.assertClose(a.grad, a64.grad, TOLERANCE[dtype], "dA")
                         self.assertClose(b.grad, b64.grad, TOLERANCE[dtype], "dB")
 
+    def test_vmap_shared_and_batched_operands(self):
+        """torch.func.vmap over cp.matmul: samples against one b (one GEMM of all their rows), and a batched b."""
+        for backend in ("cuda", "triton"):
+            for dtype in (torch.float32, torch.bfloat16):
+                a = torch.randn(6, 97, 72, device="cuda").to(dtype)
+                b = torch.randn(72, 40, device="cuda").to(dtype)
+                bs = torch.randn(6, 72, 40, device="cuda").to(dtype)
+                with self.subTest(backend=backend, dtype=dtype, b="shared"):
+                    out = torch.func.vmap(lambda r: cp.matmul(r, b, backend=backend))(a)
+                    self.assertClose(out, a.double() @ b.double(), TOLERANCE[dtype], "vmap, shared b")
+                with self.subTest(backend=backend, dtype=dtype, b="batched"):
+                    out = torch.func.vmap(lambda r, s: cp.matmul(r, s, backend=backend))(a, bs)
+                    self.assertClose(out, a.double() @ bs.double(), TOLERANCE[dtype], "vmap, batched b")
+
     def test_auto_backend_runs_fp32_without_tf32_on_cuda(self):
         """backend="auto": Triton, except fp32 without tf32 (CUDA's register_blocked; matmul.auto_backend)."""
         from cuda_portfolio.matmul import auto_backend
