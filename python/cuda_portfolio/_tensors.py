@@ -18,8 +18,8 @@ def check_float_tensor(x, name: str, op: str) -> None:
 
 
 def check_name(value, name: str, op: str, choices: str) -> None:
-    """A plan / kernel / backend argument must be a str: the custom ops' schemas would refuse anything else with a
-    message about their own argument positions."""
+    """A plan or kernel name must be a str: the custom ops' schemas would refuse anything else with a message about
+    their own argument positions."""
     if not isinstance(value, str):
         raise TypeError(f"{op}: {name} must be a str ({choices}), got {value!r} of type {type(value).__name__}")
 

@@ -105,11 +105,14 @@ def _softmax_bwd_backward(ctx, g):
     s = sum(y * dy) over the row: d/d(dy) = y * (g - sum(g * y)), which is the first-order kernel on (y, g), and
     d/dy = g * (dy - s) - sum(g * y) * dy, a few row-wise ops left to PyTorch in fp32 (not a kernel of ours)."""
     y, dy = ctx.saved_tensors
-    grad_dy = softmax_bwd(y, g, ctx.backend, ctx.plan).to(dy.dtype)
-    y32, dy32, g32 = y.float(), dy.float(), g.float()
-    s = (y32 * dy32).sum(-1, keepdim=True)
-    t = (y32 * g32).sum(-1, keepdim=True)
-    grad_y = (g32 * (dy32 - s) - t * dy32).to(y.dtype)
+    grad_y = grad_dy = None
+    if ctx.needs_input_grad[0]:
+        y32, dy32, g32 = y.float(), dy.float(), g.float()
+        s = (y32 * dy32).sum(-1, keepdim=True)
+        t = (y32 * g32).sum(-1, keepdim=True)
+        grad_y = (g32 * (dy32 - s) - t * dy32).to(y.dtype)
+    if ctx.needs_input_grad[1]:
+        grad_dy = softmax_bwd(y, g, ctx.backend, ctx.plan).to(dy.dtype)
     return grad_y, grad_dy, None, None
 
 
