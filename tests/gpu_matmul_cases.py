@@ -367,6 +367,22 @@ class MatmulGpuTest(GpuTestCase):
                     out = torch.func.vmap(lambda r, s: cp.matmul(r, s, backend=backend))(a, bs)
                     self.assertClose(out, a.double() @ bs.double(), TOLERANCE[dtype], "vmap, batched b")
 
+    def test_autocast_region_runs_in_its_dtype(self):
+        """Inside torch.autocast("cuda", dtype) fp32 operands run as dtype, as torch.matmul's do; gradients come back
+        fp32."""
+        for backend in ("cuda", "triton"):
+            for dtype in (torch.bfloat16, torch.float16):
+                with self.subTest(backend=backend, dtype=dtype):
+                    a = torch.randn(97, 72, device="cuda", requires_grad=True)
+                    b = torch.randn(72, 40, device="cuda", requires_grad=True)
+                    with torch.autocast("cuda", dtype=dtype):
+                        out = cp.matmul(a, b, backend=backend)
+                    self.assertEqual(out.dtype, dtype)
+                    self.assertClose(out.detach(), a.detach().to(dtype).double() @ b.detach().to(dtype).double(),
+                                     TOLERANCE[dtype], "autocast forward")
+                    out.float().sum().backward()
+                    self.assertEqual((a.grad.dtype, b.grad.dtype), (torch.float32, torch.float32))
+
     def test_auto_backend_runs_fp32_without_tf32_on_cuda(self):
         """backend="auto": Triton, except fp32 without tf32 (CUDA's register_blocked; matmul.auto_backend)."""
         from cuda_portfolio.matmul import auto_backend

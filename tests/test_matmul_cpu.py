@@ -241,6 +241,20 @@ class MatmulApiTest(unittest.TestCase):
                 self.assertEqual([shape_a[0] for shape_a, _ in launches], rows)
                 self.assertLessEqual(rel_error(out, ref), 1e-5)
 
+    def test_autocast_region_runs_in_its_dtype_like_torch_matmul(self):
+        a = torch.randn(9, 16, requires_grad=True)
+        b = torch.randn(16, 5).half().requires_grad_()   # mixed dtypes: autocast casts both, as torch.matmul does
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = cp.matmul(a, b, backend="triton")
+            self.assertEqual(out.dtype, torch.matmul(a, b).dtype)
+        self.assertEqual(out.dtype, torch.bfloat16)
+        self.assertTrue(torch.equal(out, cp.matmul(a.detach().bfloat16(), b.detach().bfloat16(), backend="triton")))
+        out.float().sum().backward()
+        self.assertEqual((a.grad.dtype, b.grad.dtype), (torch.float32, torch.float16))
+        self.assertEqual(cp.matmul(a, a.t(), backend="triton").dtype, torch.float32)  # outside the region: as given
+        with self.assertRaisesRegex(TypeError, "a and b must have the same dtype"):
+            cp.matmul(a, b, backend="triton")
+
     def test_gradient_of_sum_has_stride_zero_and_still_works(self):
         a, b = torch.randn(4, 6, requires_grad=True), torch.randn(6, 3, requires_grad=True)
         cp.matmul(a, b, backend="triton").sum().backward()

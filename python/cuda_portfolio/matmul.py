@@ -132,13 +132,27 @@ def _check_operands(a, b) -> None:
         raise ValueError(f"{OP}: a is on {a.device} but b is on {b.device}")
 
 
+def _autocast(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch.matmul's autocast: inside an autocast region of the operands' device type, both run in the region's
+    dtype (cast before the op, so autograd casts the gradients back)."""
+    device_type = a.device.type
+    if torch.is_autocast_enabled(device_type):
+        dtype = torch.get_autocast_dtype(device_type)
+        return a.to(dtype), b.to(dtype)
+    return a, b
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, *, backend: str = "auto", kernel: str = "auto") -> torch.Tensor:
     """a @ b for 2-D (M, K) @ (K, N) or batched 3-D (B, M, K) @ (B, K, N), differentiable.
 
     backend: "cuda", "triton" or "auto"; kernel: one of matmul_kernels(backend) or "auto" (the
     fastest correct kernel for the device, dtype and shape). fp32 inputs use tf32 tensor cores
-    when torch.backends.cuda.matmul.allow_tf32 is set at call time. Output dtype = input dtype.
+    when torch.backends.cuda.matmul.allow_tf32 is set at call time. Output dtype = input dtype, or inside a
+    torch.autocast region the region's dtype, as torch.matmul.
     """
+    check_float_tensor(a, "a", OP)
+    check_float_tensor(b, "b", OP)
+    a, b = _autocast(a, b)
     _check_operands(a, b)
     check_name(kernel, "kernel", OP, "'auto' or a name from matmul_kernels(backend)")
     if backend not in ("auto",) + BACKENDS:
