@@ -79,6 +79,14 @@ def plt_colors(n: int) -> list:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
+def _save(plt, fig, path: str) -> None:
+    """Lay out, write (creating the folders above `path`) and close a figure."""
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def render_plot(doc: dict, path: str) -> None:
     """One PNG: a row of softmax panels and/or a row of GEMM panels, one panel per dtype."""
     plt = _pyplot()
@@ -106,10 +114,7 @@ def render_plot(doc: dict, path: str) -> None:
                 _matmul_panel(ax, selected, dtypes[col])
     env = doc["env"]
     fig.suptitle(f"{env['gpu']} - torch {env['torch']}, triton {env['triton']} - {env['date']}", fontsize=10)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 DTYPE_ORDER = ("float32", "bfloat16", "float16")
@@ -182,10 +187,7 @@ def render_targets(found: list, path: str, title: str) -> None:
         met = sum(v.met for v in cells.values())
         ax.set_title(f"{panel}: {met} met, {len(cells) - met} not met (outlined) of {len(cells)}", fontsize=9)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def main(argv=None) -> int:
