@@ -21,8 +21,8 @@ import torch
 from cuda_portfolio.bench import cli, env, shapes
 from cuda_portfolio.bench import compare, plot, report, targets
 from cuda_portfolio.bench.case import CONTROL, OURS, PEER, REFERENCE, Case, Provider, relative_error, selected_names
-from cuda_portfolio.bench.report import render_table
-from cuda_portfolio.bench.runner import base_record, run_case, time_ratio
+from cuda_portfolio.bench.report import render_table, round_ratios, time_ratio
+from cuda_portfolio.bench.runner import base_record, run_case
 from cuda_portfolio.bench.schema import validate_results
 from cuda_portfolio.bench.timing import TimingSettings, input_copies_for, summarize
 
@@ -423,6 +423,43 @@ class RenderTest(unittest.TestCase):
                 data = f.read()
         self.assertEqual(data[:8], b"\x89PNG\r\n\x1a\n")
         self.assertGreater(len(data), 20000)
+
+    @unittest.skipUnless(importlib.util.find_spec("matplotlib"), "matplotlib not installed")
+    def test_rounds_plot_pairs_each_case_round_by_round(self):
+        """--rounds: the cases holding round medians, each of ours and the A/A control against cuBLAS round by
+        round; a GPU step shared by every provider leaves the per-round ratios flat."""
+        doc = load_fixture()
+        step = [1.0, 1.0, 1.15, 1.15, 1.15]                      # every provider 15% slower from round 3
+        cube = [r for r in doc["records"] if r["op"] == "matmul" and r["shape"] == [4096, 4096, 4096]]
+        for r, speed in zip(cube, (1.0, 1.1, 1.02, 1.0)):        # cuda, triton, cublas, cublas (A/A)
+            r["time_ms"]["round_medians"] = [t * speed for t in step]
+        cases = plot.round_cases(doc)
+        self.assertEqual([title for title, _ in cases], ["matmul bfloat16 4096x4096x4096"])
+        self.assertEqual(plot.round_cases(doc, "float32"), [])
+        cublas = next(r for r in cube if r["provider"] == "cublas")
+        self.assertEqual([round(x, 6) for x in round_ratios(cublas, cube[0])], [1.02] * 5)
+        self.assertEqual(round_ratios(cublas, {"time_ms": {"median": 1.0, "round_medians": [1.0, 1.0]}}), [])
+        with tempfile.TemporaryDirectory() as tmp:
+            path, out = os.path.join(tmp, "rounds.json"), os.path.join(tmp, "rounds.png")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            run = [sys.executable, "-m", "cuda_portfolio.bench.plot", path, out]
+            r = subprocess.run(run + ["--rounds", "--case", "4096x4096x4096"], capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            r = subprocess.run(run + ["--rounds", "--case", "float32"], capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("no case matching 'float32' holds round medians", r.stderr)
+            r = subprocess.run(run + ["--case", "4096"], capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--case selects cases for --rounds", r.stderr)
+        for r in doc["records"]:
+            if r["status"] == "ok":
+                r["time_ms"]["round_medians"] = step
+        with self.assertRaisesRegex(ValueError, r"cases hold round medians; pick at most 6 with --case"):
+            plot.render_rounds(doc, os.path.join(tempfile.gettempdir(), "never-written.png"))
 
     def test_report_tools_end_quietly_when_the_reader_stops(self):
         """`... | head`: a reader that closes the pipe before the table is written gets no traceback on stderr."""

@@ -1,6 +1,6 @@
 """CPU tier: docs/case-studies.md points only at things that exist: the perf-log sections its Sources paragraphs
-quote start a heading of docs/perf-log.md, the results files it names are committed, and the code paths it names
-are in the tree.
+quote start a heading of docs/perf-log.md, the results files it names are committed, and the code paths, links
+and images it names are in the tree.
 
 A case study is read long after it is written; a renamed kernel file, a results file that was never committed or a
 perf-log heading edited away would leave the reader at a dead end, so each fails here."""
@@ -45,6 +45,12 @@ class CaseStudiesReferencesTest(unittest.TestCase):
         self.assertGreater(len(named), 5)
         absent = [name for name in named if not any(fnmatch.fnmatchcase(f, name) for f in files)]
         self.assertEqual(absent, [], "results files docs/case-studies.md names that are not committed")
+
+    def test_relative_links_and_images_exist(self):
+        targets = [t for t in re.findall(r"\]\(([^)#\s]+)\)", case_studies_text()) if "://" not in t]
+        self.assertGreater(len(targets), 3)
+        absent = [t for t in targets if not (CASE_STUDIES.parent / t).resolve().exists()]
+        self.assertEqual(absent, [], "links and images in docs/case-studies.md whose files do not exist")
 
     def test_code_paths_exist(self):
         named = [token for token in re.findall(r"`([\w./{},*-]+)`", case_studies_text())

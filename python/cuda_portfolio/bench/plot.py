@@ -1,11 +1,16 @@
 """Plots of a results file (matplotlib, optional: the `bench` extra).
 
     python -m cuda_portfolio.bench.plot results.json out.png
+    python -m cuda_portfolio.bench.plot results.json out.png --rounds [--case "bfloat16 4096x4096x4096"]
 
 (`python -m cuda_portfolio.bench.targets ... --plot out.png` draws the targets' grid, render_targets below.)
 Softmax: TB/s against row length (log x), one line per provider (and plan), forward solid and
 backward dashed, the measured device-copy ceiling as a horizontal line; one panel per dtype.
 GEMM: TFLOP/s per kernel against cuBLAS as grouped bars per shape; one panel per dtype.
+--rounds: per case, each provider's median in every round (providers interleaved, rotated each round), and below
+it the ratio to the reference peer (cuBLAS, or torch for softmax) round by round, beside the paired ratio the
+tables print (the median of those) and the ratio of overall medians: where the GPU changes speed mid-run, this
+shows whether every provider moved together (render_rounds).
 Only records with status ok are drawn: every output validated, but for softmax's reference op (an elementwise op
 with the case's traffic that computes something else, drawn as what moving the bytes takes); the A/A control is
 left to the table.
@@ -17,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-from .report import SHORT_DTYPE, shape_cube
+from .report import SHORT_DTYPE, case_key, case_title, provider_label, round_ratios, shape_cube, time_ratio
 
 
 def _pyplot():
@@ -117,6 +122,81 @@ def render_plot(doc: dict, path: str) -> None:
     _save(plt, fig, path)
 
 
+# More cases than this in one --rounds figure would leave each panel too small to read.
+MAX_ROUND_CASES = 6
+# The peer each case's per-round ratios are read against.
+ROUND_REFERENCE = {"matmul": "cublas", "softmax": "torch"}
+LINE_STYLE = {"ours": "-", "peer": "--", "control": ":", "reference": "-."}
+
+
+def round_cases(doc: dict, match: str | None = None) -> list[tuple[str, list[dict]]]:
+    """(title, records) of each case whose ok records hold two or more round medians, in run order; `match` keeps
+    the cases whose title (as the table prints it, e.g. "matmul bfloat16 4096x4096x4096") contains it."""
+    cases = {}
+    for r in doc["records"]:
+        if r["status"] == "ok" and len((r["time_ms"] or {}).get("round_medians") or []) >= 2:
+            cases.setdefault(case_key(r), []).append(r)
+    found = [(case_title(records[0]), records) for records in cases.values()]
+    return [(title, records) for title, records in found if match is None or match in title]
+
+
+def render_rounds(doc: dict, path: str, match: str | None = None) -> None:
+    """Per case, two panels: each provider's median time in every round, and each of ours (and the A/A control)
+    against the reference peer round by round, with the paired ratio and the ratio of overall medians."""
+    plt = _pyplot()
+    cases = round_cases(doc, match)
+    where = f" matching {match!r}" if match else ""
+    if not cases:
+        raise ValueError(f"no case{where} holds round medians of two or more rounds (--rounds 2+ when benchmarking)")
+    if len(cases) > MAX_ROUND_CASES:
+        raise ValueError(f"{len(cases)} cases{where} hold round medians; pick at most {MAX_ROUND_CASES} with --case, "
+                         f"e.g. --case {cases[0][0].split(' ', 1)[1]!r}")
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(2, len(cases), figsize=(6.5 * len(cases), 7.5), squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 2]})
+    for col, (title, records) in enumerate(cases):
+        top, bottom = axes[0][col], axes[1][col]
+        for ax in (top, bottom):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        colors = dict(zip((provider_label(r) for r in records), plt_colors(len(records))))
+        for r in records:
+            rounds = r["time_ms"]["round_medians"]
+            top.plot(range(1, len(rounds) + 1), [ms * 1e3 for ms in rounds], marker="o", markersize=3,
+                     linestyle=LINE_STYLE.get(r["kind"], "-"), color=colors[provider_label(r)],
+                     label=provider_label(r))
+        top.set_title(title, fontsize=10)
+        top.set_ylabel("median µs in the round")
+        top.grid(True, alpha=0.3)
+        top.legend(fontsize=7)
+        reference = next((r for r in records if r["provider"] == ROUND_REFERENCE.get(r["op"])), None)
+        compared = [r for r in records if r is not reference and r["kind"] in ("ours", "control")]
+        if reference is None or not compared:
+            bottom.text(0.5, 0.5, f"no {ROUND_REFERENCE.get(records[0]['op'])} record to pair with", ha="center",
+                        va="center", transform=bottom.transAxes)
+            bottom.axis("off")
+            continue
+        for r in compared:
+            ratios = round_ratios(reference, r)
+            if not ratios:
+                continue
+            color = colors[provider_label(r)]
+            of_medians = reference["time_ms"]["median"] / r["time_ms"]["median"]
+            bottom.plot(range(1, len(ratios) + 1), ratios, marker="o", markersize=3, color=color,
+                        linestyle=LINE_STYLE.get(r["kind"], "-"),
+                        label=f"{provider_label(r)}: paired {time_ratio(reference, r):.3f}x, "
+                              f"of medians {of_medians:.3f}x")
+            bottom.axhline(time_ratio(reference, r), color=color, linewidth=0.8, alpha=0.6)
+        bottom.axhline(1.0, color="black", linewidth=0.8, linestyle=":")
+        bottom.set_ylabel(f"x {reference['provider']} in the round")
+        bottom.set_xlabel("round (every provider timed once per round, order rotated)")
+        bottom.grid(True, alpha=0.3)
+        bottom.legend(fontsize=7)
+    env = doc["env"]
+    fig.suptitle(f"{env['gpu']} - commit {(env['git_commit'] or 'unknown')[:12]} - {env['date']}", fontsize=10)
+    _save(plt, fig, path)
+
+
 DTYPE_ORDER = ("float32", "bfloat16", "float16")
 
 
@@ -195,11 +275,20 @@ def main(argv=None) -> int:
                                      description="Render the plot of a benchmark results file.")
     parser.add_argument("results", type=argparse.FileType("r"), help="a results JSON file (--json of the benchmark)")
     parser.add_argument("out", help="the image to write (.png, .svg, .pdf)")
+    parser.add_argument("--rounds", action="store_true",
+                        help="draw each case's round medians and per-round ratios instead (runs with --rounds 2+)")
+    parser.add_argument("--case", metavar="TEXT", default=None,
+                        help="with --rounds: only the cases whose title contains TEXT, e.g. 'bfloat16 4096x4096x4096'")
     args = parser.parse_args(argv)
+    if args.case is not None and not args.rounds:
+        parser.error("--case selects cases for --rounds")
     with args.results as f:
         doc = json.load(f)
     try:
-        render_plot(doc, args.out)
+        if args.rounds:
+            render_rounds(doc, args.out, args.case)
+        else:
+            render_plot(doc, args.out)
     except (RuntimeError, ValueError) as exc:
         print(f"plot: {exc}", file=sys.stderr)
         return 1

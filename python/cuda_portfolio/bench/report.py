@@ -6,6 +6,7 @@ import argparse
 import itertools
 import json
 import re
+import statistics
 import sys
 
 from . import run_cli
@@ -86,6 +87,27 @@ def render_table(doc: dict) -> str:
     lines.append("")
     lines += summary_lines(doc["records"])
     return "\n".join(lines)
+
+
+def time_ratio(numerator: dict, denominator: dict) -> float:
+    """numerator's time / denominator's time, paired by round: the median of the per-round ratios of the
+    two records' round medians (every provider of a case is timed once per round, rounds interleaved).
+    The H200 changes speed between rounds for every provider alike (128x8192^2 GEMM: all four providers,
+    cuBLAS included, ran 8-15% slower after the first 2-3 rounds, results/h200 matmul files of session 13),
+    so a ratio of overall medians could compare one provider's fast rounds with another's slow ones; the
+    paired ratio cancels the shared change. Falls back to the ratio of the medians when the two records do
+    not hold the same number of rounds (one failed mid-run)."""
+    ratios = round_ratios(numerator, denominator)
+    if ratios:
+        return statistics.median(ratios)
+    return numerator["time_ms"]["median"] / denominator["time_ms"]["median"]
+
+
+def round_ratios(numerator: dict, denominator: dict) -> list[float]:
+    """numerator's time / denominator's time in each round, or [] when the two records do not hold the same
+    number of round medians."""
+    a, b = numerator["time_ms"].get("round_medians"), denominator["time_ms"].get("round_medians")
+    return [x / y for x, y in zip(a, b)] if a and b and len(a) == len(b) else []
 
 
 def aa_ratios(records: list[dict]) -> list[float]:

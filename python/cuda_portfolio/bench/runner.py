@@ -16,6 +16,7 @@ import statistics
 import torch
 
 from .case import CONTROL, OURS, PEER, REFERENCE, Case, relative_error
+from .report import time_ratio
 from .timing import LaunchTimer, TimingSettings, first_line, input_copies_for, summarize
 
 
@@ -116,18 +117,4 @@ def add_throughput_and_ratios(case: Case, records: list[dict], ceilings: dict) -
             if cublas is not None:
                 record["ratio_to_ceiling"] = time_ratio(cublas, record)
         record["ratio_to_peers"] = {p["provider"]: time_ratio(p, record) for p in peers if p is not record}
-
-
-def time_ratio(numerator: dict, denominator: dict) -> float:
-    """numerator's time / denominator's time, paired by round: the median of the per-round ratios of the
-    two records' round medians (every provider of a case is timed once per round, rounds interleaved).
-    The H200 changes speed between rounds for every provider alike (128x8192^2 GEMM: all four providers,
-    cuBLAS included, ran 8-15% slower after the first 2-3 rounds, results/h200 matmul files of session 13),
-    so a ratio of overall medians could compare one provider's fast rounds with another's slow ones; the
-    paired ratio cancels the shared change. Falls back to the ratio of the medians when the two records do
-    not hold the same number of rounds (one failed mid-run)."""
-    a, b = numerator["time_ms"].get("round_medians"), denominator["time_ms"].get("round_medians")
-    if a and b and len(a) == len(b):
-        return statistics.median(x / y for x, y in zip(a, b))
-    return numerator["time_ms"]["median"] / denominator["time_ms"]["median"]
 
