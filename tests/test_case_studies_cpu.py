@@ -52,6 +52,16 @@ class CaseStudiesReferencesTest(unittest.TestCase):
         absent = [t for t in targets if not (CASE_STUDIES.parent / t).resolve().exists()]
         self.assertEqual(absent, [], "links and images in docs/case-studies.md whose files do not exist")
 
+    def test_contents_anchors_name_a_study(self):
+        """The contents link to the studies by GitHub's heading anchors (lower case, punctuation dropped, spaces to
+        hyphens); a retitled study would leave its link dead."""
+        text = case_studies_text()
+        slugs = {re.sub(r"[^\w\- ]", "", line[3:].strip().lower()).replace(" ", "-")
+                 for line in text.splitlines() if line.startswith("## ")}
+        anchors = re.findall(r"\]:? ?\(?#([^)\s]+)", text)
+        self.assertEqual(len(anchors), len(slugs) - 1, "one contents link per study")
+        self.assertEqual([a for a in anchors if a not in slugs], [], "contents links that name no study heading")
+
     def test_code_paths_exist(self):
         named = [token for token in re.findall(r"`([\w./{},*-]+)`", case_studies_text())
                  if token.startswith(CODE_ROOTS)]
