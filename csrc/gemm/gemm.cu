@@ -1,6 +1,7 @@
 // The one GEMM host launcher: kernel name -> ladder version, operand checks, dispatch.
 // Each version's requirements are checked here, once, so the pybind11 module, the executable
-// and gemm_check() all give the same reason for a refusal.
+// and gemm_check() all give the same reason for a refusal (the launchers' 32-bit size limits
+// aside: gemm.h).
 #include "gemm/gemm.h"
 
 #include <cstdint>

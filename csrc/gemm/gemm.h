@@ -34,7 +34,9 @@ const std::vector<std::string>& gemm_kernels();
 
 // "" when `kernel` can run these operands on `device`, otherwise the reason (unknown name,
 // dtype, layout, alignment, architecture, shape mismatch). gemm() throws std::invalid_argument
-// with the same text.
+// with the same text. Not checked here: the launchers' 32-bit size limits (output tiles under
+// 2^31 in every tiled version, wgmma_tma's M, N and K under 2^31, register_blocked's K under
+// 2^35), which gemm() alone enforces.
 std::string gemm_check(const std::string& kernel, DType dtype, bool allow_tf32, const ConstMatrixView& a,
                        const ConstMatrixView& b, const MatrixView& c, int device);
 

@@ -9,12 +9,15 @@
 // LDS.128 of a warp reads one contiguous span (64 B of A, 128 B of B) that the other lanes
 // read too (broadcast): one shared-memory wavefront, no bank conflicts.
 //
-// Registers: the 8x8 fp32 accumulator and the A/B fragments of two k steps (those of step
-// kk+1 are loaded while step kk's FFMAs issue, across the tile boundary too). Shared memory,
+// Registers: the 8x8 fp32 accumulator and, in the aligned kernels, the A/B fragments of two k
+// steps (those of step kk+1 are loaded while step kk's FFMAs issue, across the tile boundary
+// too); both general kernels load step kk's fragments just before its FFMAs (their masked loads
+// need the registers). Shared memory,
 // double-buffered: A transposed, as[k][m], rows padded to 132 floats so that a warp's
 // transposing 4-byte stores (16 rows x 2 k groups) hit 32 distinct banks; B as bs[k][n].
 // One __syncthreads per K tile: tile t+1 is written into the other buffer during tile t, and
-// the barrier sits before step 15's FFMAs, which then overlap the first LDS of tile t+1. The
+// in the aligned kernels the barrier sits before step 15's FFMAs, which then overlap the first
+// LDS of tile t+1 (after them in the general kernels). The
 // tile loop is unrolled by two, so the buffer index (and every shared address) is a constant.
 //
 // Loads. "Aligned" operands (unit column stride, rows and base aligned to 4 elements, K and N
@@ -25,7 +28,8 @@
 // vector copy. Any other operands (any strides, odd K or N) take the general kernel, which
 // masks element by element and zero-fills past M, N and K. No load leaves the matrix, and no
 // cp.async has a source that is not wholly inside it. Tiles after the first (which goes
-// through registers) arrive by cp.async (LDGSTS), issued at step 0 of tile t for tile t+1 and
+// through registers, except in the general fp32 kernel: cp.async and an immediate wait) arrive
+// by cp.async (LDGSTS), issued at step 0 of tile t for tile t+1 and
 // waited for at step 14, so no staging registers are live across the k steps:
 // - aligned: each thread copies its 2 chunks of B (fp32: 16 B straight into bs) and of A into
 //   its own slots of a_raw / b_raw, and after the wait converts / transposes them into as, bs
@@ -33,7 +37,7 @@
 // - general fp32: 4-byte copies per element straight to their (transposed) place, 16-byte ones
 //   for whole aligned B chunks, zero stores where masked;
 // - general fp16/bf16 (element loads that cp.async cannot do): through registers, one chunk
-//   per 4 k steps; step kk's fragments are loaded just before its FFMAs (registers).
+//   per 4 k steps.
 // Epilogue: 4-element row pieces of C, one 16-/8-byte store where C's rows are aligned and the
 // piece is inside N, else masked element stores. The grid is 1-D over tiles (N fastest).
 //
@@ -43,8 +47,9 @@
 // 1024 FFMA in ~1136 issued instructions (64 fragment LDS.128; 4 LDGSTS, 2 LDS.128 + 8 STS for
 // A's transpose; one barrier; ~25 address and loop ops): 90% of issue slots are FFMA, against
 // ~83% in v1 (BK = 8, masks and 64-bit address arithmetic in every tile). 127 registers, 2
-// blocks (16 warps) per SM to cover LDS latency and one block's barrier. Expect ~0.86-0.90x
-// cuBLAS fp32 (44-46 TFLOP/s) at 4096^3.
+// blocks (16 warps) per SM to cover LDS latency and one block's barrier. Predicted 0.84-0.90x
+// cuBLAS fp32 at 4096^3; measured 47.4 TFLOP/s, 0.93x (bf16 through the same kernel: 46.5;
+// docs/perf-log.md, register_blocked v2).
 #include <cstdint>
 #include <type_traits>
 

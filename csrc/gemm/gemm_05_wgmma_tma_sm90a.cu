@@ -23,7 +23,8 @@
 // issues the TMA loads of a BM x 64 A tile and a 64 x BN B tile (128-byte swizzle, zero fill
 // past the matrix edge, so any M, N, K). Warpgroups 1 and 2 are consumers (setmaxnreg 232):
 // each owns BM / 2 rows of the BM x BN output tile as BM / 128 wgmma tiles of 64 x BN, BM x BN /
-// 256 fp32 accumulators per thread (128, or 32 at 128 x 64), and per K block waits on `full`,
+// 256 fp32 accumulators per thread (128 at 128 x 256 and 256 x 128, 96 at 128 x 192, 64 at
+// 128 x 128, 32 at 128 x 64), and per K block waits on `full`,
 // issues 4 k16 steps of wgmma.m64nBNk16 per wgmma tile reading both operands from shared memory
 // through matrix descriptors, and keeps that group in flight while it waits for the next stage:
 // the previous group's completion (wgmma.wait_group 1) releases the previous stage (`empty`).
@@ -46,8 +47,9 @@
 // split-K launch, and the benchmark measured 1024²x16384 at 0.85 of cuBLAS against 0.96 kernel
 // against kernels under ncu.
 // Epilogue (C 16-byte aligned): each consumer rounds each 64 x BN wgmma tile to T into a
-// shared buffer of 64 x 64 boxes (128-byte swizzle, conflict-free 4-byte stores), two boxes (a
-// 128-column half) at a time at BN = 256 and 128, its one box at BN = 64, and one thread issues TMA
+// shared buffer of 64 x 64 boxes (128-byte swizzle, conflict-free 4-byte stores), two boxes at a
+// time at BN = 256 (a 128-column half) and BN = 128 (the whole tile), all three at once at BN = 192,
+// its one box at BN = 64, and one thread issues TMA
 // stores that clip at the matrix edge; the last ones stay in flight while the next tile's MMAs
 // start. At 256 x 128 (two passes per consumer, one per wgmma tile) the second pass goes into the
 // consumer's 16 KiB share of the tile's last stage, which both consumers keep from the producer
@@ -71,15 +73,18 @@
 // B slices) plus a tail of one partial store and one (S - 1)-partial fold on the last block of each
 // tile. Per block the MACs and the wgmma issue are those of 128 x 256 at twice the split; the
 // operand bytes are 1/3 more, the fold (S - 1 = 1 partial of 64 KiB at 1024^2x16384, against 3 of
-// 128 KiB) much less. Shared-memory reads per MAC: 1.5x those of 128 x 256, under the 128 B/clock an
-// SM's shared memory gives (one m64n128k16 per consumer reads 6 KiB in its ~64 tensor clocks).
+// 128 KiB) much less. Shared-memory reads per MAC: 1.2x those of 128 x 256 (6 KiB per 131,072 MACs
+// against 10 KiB per 262,144), under the 128 B/clock an SM's shared memory gives (one m64n128k16 per
+// consumer reads 6 KiB in its ~64 tensor clocks).
 // 128 x 64 tiles: DRAM, reading B once (128 MiB at 128x8192x8192: ~32 us at the 4.26 TB/s copy
 // ceiling; cuBLAS's 128 x 64, 8-stage kernel takes 37.2 us); every block also re-reads all of A
 // from L2 (no cluster multicast).
-// 128 x 192 tiles: as 128 x 256 with 1/9 more operand bytes per FLOP and one stage less of
-// prefetch than 128 x 128; where they are taken the rounds they save (1/4 at 3072^3) dominate.
+// 128 x 192 tiles: as 128 x 256 with 1/9 more operand bytes per FLOP and a 160 KiB ring (4 stages
+// of 40 KiB: as many K blocks in flight as 128 x 256, two fewer than 128 x 128's 6); where they are
+// taken the rounds they save (1/4 at 3072^3) dominate.
 // 256 x 128 tiles: as 128 x 256 (the same bytes per FLOP), less the part of the misaligned B's
-// L2 cost that the tile moves onto A; expected ~0.95x cuBLAS at 4096x3000x2048 (128 x 256: 0.89).
+// L2 cost that the tile moves onto A; measured 0.93 (layouts sweep) to 1.02 (benchmark, after
+// session 32) of cuBLAS at 4096x3000x2048, against 0.80-0.89 with 128 x 256 tiles (docs/perf-log.md v8).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -347,7 +352,7 @@ __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
 
 // Epilogue through shared memory and TMA: one 64 x kBN wgmma tile of this consumer (rows row0..+63
 // of C) goes out kOutBoxes 64 x 64 boxes at a time (the two of a 128-column half at BN = 256, the
-// whole tile at BN = 128, the one box at BN = 64). Per
+// whole tile at BN = 128 (two boxes) and BN = 192 (three), the one box at BN = 64). Per
 // pass its threads write the rounded accumulators into a buffer (swizzled boxes, 4-byte stores,
 // conflict-free: the 8 rows of a store land in 8 different 16-byte chunks), then one thread
 // issues the pass's TMA stores, which clip at the matrix edge. The consumer's passes, counted from

@@ -16,7 +16,8 @@ void naive(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, cons
 // 2. any strides, fp32/fp16/bf16.
 void smem_tiled(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
                 cudaStream_t stream);
-// 3. any strides, fp32/fp16/bf16; 16-byte vector loads where an operand's rows allow them.
+// 3. any strides, fp32/fp16/bf16; 4-element vector loads (16 B fp32, 8 B fp16/bf16) where an
+//    operand's rows allow them.
 void register_blocked(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
                       cudaStream_t stream);
 // 4. fp16/bf16; A row-major and B row-major (unit column stride), row strides and base

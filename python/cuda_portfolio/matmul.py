@@ -3,7 +3,8 @@
 The public function validates (trace-friendly checks only, so torch.compile(fullgraph=True) sees
 through it) and calls the custom op "cuda_portfolio::matmul", which resolves the backend and kernel
 at run time and loops over the batch. Backward reuses the same op on transposed views:
-dA = dY @ B^T, dB = A^T @ dY (the kernels take strides, so the transposes are not copied).
+dA = dY @ B^T, dB = A^T @ dY (Triton, the SIMT CUDA versions and wgmma_tma take strides, so the
+transposes are not copied; CUDA's mma_sync copies an operand that is not row-major: native/matmul.py).
 """
 from __future__ import annotations
 
@@ -146,7 +147,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, backend: str = "auto", kernel: s
 
     backend: "cuda", "triton" or "auto"; kernel: one of matmul_kernels(backend) or "auto" (the
     fastest correct kernel for the device, dtype and shape). fp32 inputs use tf32 tensor cores
-    when torch.backends.cuda.matmul.allow_tf32 is set at call time. Output dtype = input dtype, or inside a
+    when torch.backends.cuda.matmul.allow_tf32 is set at call time and the backend is Triton ("auto"
+    then picks it); the CUDA kernels compute fp32 in fp32. Output dtype = input dtype, or inside a
     torch.autocast region the region's dtype, as torch.matmul.
     """
     check_float_tensor(a, "a", OP)
