@@ -1,6 +1,7 @@
 // Hand-offs between blocks through counters in global memory (gpu scope, sm_70 and later): the
 // PTX wrappers the split-K GEMM's tile counters (gemm_05_wgmma_tma_sm90a.cu) and the split_row
-// softmax's row exchange (softmax_reduce.cuh, RowExchange) share.
+// softmax's exchanges share: the portable kernels' row counters (softmax_reduce.cuh, RowExchange) and
+// the streamed kernel's 64-bit slots (row_total in softmax_split_row_stream_sm90a.cu).
 #pragma once
 
 namespace cp {

@@ -39,10 +39,11 @@
 // running blocks whose earlier jobs are done or finishable; they all reach its exchange. This
 // needs that no block holds two slices of one row: so when rows have several slices, the producer
 // takes its next ticket only after its consumers are past the job's exchange (`exchanged`
-// mbarrier). Without that wait a slice of at most one ring (192 KiB over all operands, e.g.
-// 2x70000) lets the producer queue the same row's next slice behind the one whose exchange waits
-// for it: a hang (docs/perf-log.md, v13). Slices longer than the ring (every benchmark shape) never
-// reached that point before the exchange anyway, so the wait costs them nothing.
+// mbarrier). Without that wait, on a launch with more jobs than blocks, a slice of at most one ring
+// (192 KiB over all operands) lets the producer queue the same row's next slice behind the one whose
+// exchange waits for it: a hang (docs/perf-log.md, v13). Slices longer than the ring never reach that
+// point before the exchange, so the wait costs them nothing; of the benchmark's slices only the last
+// of each fp32 2048x50257 backward row (about 169 KiB) is shorter, and no slice of its row follows it.
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2's re-reads hit L2; per row,
 // one exchange round trip (while the consumers wait, the ring holds the slice's last chunks or pass
 // 2's first ones).
@@ -78,9 +79,9 @@ using namespace cp::hopper;
 constexpr int kConsumerWarps = 16, kConsumerThreads = 32 * kConsumerWarps;
 constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
 // A stage holds one chunk of each operand: forward one 32 KiB chunk, backward two of 16 KiB. Per chunk a
-// consumer thread pays a fixed cost (the wait, the release, the chunk's bounds and addresses: about 80
-// instructions in the bf16 forward's pass 2, SASS in docs/perf-log.md, session 33), so the forward, whose
-// 16-bit consumers run at about DRAM speed, takes chunks of 4 units per thread instead of 2.
+// consumer thread pays a fixed cost (the wait, the release, the chunk's bounds and addresses: about 90
+// instructions in the bf16 forward's pass 2 and 67 in pass 1, SASS in docs/perf-log.md, session 33), so the
+// forward, whose 16-bit consumers run at about DRAM speed, takes chunks of 4 units per thread instead of 2.
 constexpr int kStageBytes = 32768;
 constexpr int kRingBytes = 192 * 1024;
 constexpr int kStages = kRingBytes / kStageBytes;
@@ -89,7 +90,8 @@ constexpr int kStages = kRingBytes / kStageBytes;
 // KiB was within 0.02 of the best every time; v13 took up to ~336 KiB (the L2 budget alone).
 constexpr double kSliceBytesMost = 256 * 1024;
 constexpr int kConsumerBarrier = 1;              // named barrier over the consumer warps
-// The layout cuts slices in granules of this many operand bytes (whole granules: slice_units).
+// The layout cuts slices in granules of this many operand bytes (whole granules, unless a row's last slice
+// would be empty: stream_layout).
 constexpr int kSliceGranuleBytes = 16384;
 
 template <int kOps>
@@ -199,8 +201,8 @@ struct Ring {
   // the warp barrier: it reported the stage's reads racing with the next bulk copy.)
   // The reads are generic-proxy loads and the bulk copy that refills the stage writes through the
   // async proxy: without a proxy fence between them the mbarrier does not order the two, and the
-  // copy may land before the reads (a write-after-read race; with 24 consumer warps or two blocks
-  // per SM, 1-12 of 40 repeated launches differed, docs/perf-log.md, session 21).
+  // copy may land before the reads (a write-after-read race; with 24 or 30 consumer warps, 1 and up to
+  // 12 of 40 repeated launches differed, and two blocks per SM failed too, docs/perf-log.md, session 21).
   __device__ __forceinline__ void release(int at) {
     fence_async_shared();
     mbar_arrive(&empty[at]);
@@ -296,7 +298,8 @@ __device__ __forceinline__ V consumers_reduce(V v) {
 
 // The row's statistics from this slice's: with one slice, the slice's; else publish it in its slot
 // (published_bits: never 0) and read the row's slots, each consumer thread polling its own until it is
-// no longer 0, then combine them in slice order (every block of the row gets the same bits). The poll
+// no longer 0, then combine them in a fixed tree (each thread its own slots, then consumers_reduce's
+// butterflies), the same in every block of the row, so every block gets the same bits. The poll
 // that sees a partial has read it: one L2 round trip, where a row counter and then the partials took
 // two (under a full DRAM load the first exchange ended 1.3-2.6 us after the GPU's last pass 1 in the
 // forward, 0.5-1.3 us in the backward: docs/perf-log.md, session 38).
@@ -585,7 +588,9 @@ int held_chunks(std::int64_t jobs, std::int64_t grid) {
 // One block per SM. Slices: enough that blocks x slice bytes (all operands) fit the L2 re-read budget,
 // slices of at most kSliceBytesMost, and at least one job per block when rows are few; slices are
 // whole granules (kSliceGranuleBytes: a backward chunk, half a forward one) of a row's body, cut so
-// that every row's last slice still holds a unit (rows differ by one unit with their alignment).
+// that every row's last slice still holds a unit (rows differ by one unit with their alignment): where
+// it would not, the count drops by one and the slices are re-cut in whole units (the loop below), as
+// forced counts other than whole granules are.
 template <typename T, int kOps>
 StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   constexpr int W = vec_width<T>();
