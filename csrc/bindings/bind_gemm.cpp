@@ -23,7 +23,8 @@ void bind_gemm(py::module_& m) {
       py::arg("kernel"), py::arg("dtype"), py::arg("allow_tf32"), py::arg("m"), py::arg("n"), py::arg("k"),
       py::arg("a"), py::arg("a_row_stride"), py::arg("a_col_stride"), py::arg("b"), py::arg("b_row_stride"),
       py::arg("b_col_stride"), py::arg("c"), py::arg("c_row_stride"), py::arg("device"),
-      "'' when the kernel can run these operands on the device, else the reason.");
+      "'' when the kernel can run these operands on the device, else the reason (the launchers' 32-bit size "
+      "limits aside: gemm() alone enforces them, gemm.h).");
   m.def(
       "gemm_workspace_bytes",
       [](const std::string& kernel, const std::string& dtype, std::int64_t m_, std::int64_t n, std::int64_t k,

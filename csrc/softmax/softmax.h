@@ -1,13 +1,15 @@
 // Row-wise softmax (forward and backward) over (rows, cols) views: the host API that the pybind11
-// bindings and the executable both call. Every kernel is named softmax_parallel_<plan>_{fwd,bwd},
-// so `ncu --kernel-name regex:softmax_parallel` selects them all.
+// bindings and the executable both call. Every kernel's name starts softmax_parallel_<plan> and ends
+// _fwd / _bwd (split_row's streamed Hopper kernels: softmax_parallel_split_row_stream_{fwd,bwd}), so
+// `ncu --kernel-name regex:softmax_parallel` selects them all.
 //
 // Plans (how a row is spread over the GPU):
 //   warp_per_row       a group of 8-32 lanes of a warp per row, row in registers   cols <= 1024
 //   block_per_row      one block per row, row in registers             cols <= 32768
 //   block_online       one block per row, online max+sum, then a second read + write   any cols
 //   split_row          a row over several blocks, statistics exchanged through global memory
-//                      (co-resident blocks, per-row arrival counter)  any cols; needs a workspace
+//                      (co-resident blocks; portable: a per-row arrival counter, streamed on
+//                      sm_90: per-slice published slots)                any cols; needs a workspace
 //   cluster_split_row  a row over a thread-block cluster, statistics exchanged through
 //                      distributed shared memory                      sm_90 builds with sm_90a only
 #pragma once

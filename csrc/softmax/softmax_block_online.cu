@@ -2,7 +2,9 @@
 // (512 threads; 1024 when the grid is capped at one row per SM, below) streams the row in tiles of 128 bytes per thread (forward: 8 16-byte units of x; backward:
 // 4 each of y and dy): pass 1 keeps a running (max, sum) per thread (online softmax: the sum is
 // rescaled when the max grows; backward: the running dot product), one block reduction, then
-// pass 2 reads the row again and writes the output.
+// pass 2 reads the row again and writes the output. Rows that fit one tile (512 threads: forward up to
+// 16384 fp32 / 32768 16-bit columns, backward 8192 / 16384; twice that at 1024 threads) stay in registers
+// and are read once (softmax_segment's single-tile path); the two passes and what follows are for longer rows.
 // Bound: one read + one write from DRAM (forward 2, backward 3 tensor passes) if the second read
 // hits L2. Two things keep it there:
 //  - L2 hints: the first read asks for evict_last; the second read and the stores are streaming

@@ -61,8 +61,9 @@ struct BlockShape {
 template <typename T, int kOperands>
 constexpr int kMaxDepth = kOperands == 1 ? max_vecs<T>(1) : max_units(kOperands);
 
-// Preferred threads per row: fewer, deeper threads keep more loads in flight. fp32: 256 threads of
-// up to 4 units per operand; the 16-bit forward holds half the units (its fp32 values), so 128. The
+// Preferred threads per row: fewer, deeper threads keep more loads in flight. fp32: 256 threads, of
+// up to 8 units forward (32 values) and 4 per operand backward; the 16-bit forward holds 4 units (its
+// 32 fp32 values), half fp32's, so 128. The
 // 16-bit backward stays in 2-unit tiles through 384 threads (6144 columns: three 52-register blocks
 // per SM) and takes 4-unit tiles past that, in blocks of half the threads that fit 2-4 per SM: bf16
 // 4096 x 4097 / 6001 read 0.94 / 0.98 of copy in 2-unit tiles and 0.91 / 0.95 in 4-unit ones, 4096 x

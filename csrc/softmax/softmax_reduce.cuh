@@ -21,7 +21,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();  // portable 
 // forward holds x, backward holds y and dy), so 1024-thread blocks stay within 64 registers.
 constexpr int kMaxValuesPerThread = 32;
 // The same 32 registers counted as raw 16-byte units (4 registers each), all operands together:
-// 32 fp32 values but 64 fp16/bf16 ones. split_row holds 16-bit slices this deep, so a 16-bit
+// 32 fp32 values but 64 fp16/bf16 ones. The portable split_row, block_online and block_per_row's
+// backward hold 16-bit tiles this deep (max_units), so a 16-bit
 // thread keeps as many bytes in flight through the row exchange as an fp32 one. (The cluster
 // plan's CTAs of up to 1024 threads have 64 registers: its depth-8 16-bit tiles spilled, and its
 // fp32 depth-8 forward spills 56 bytes, ptxas sm_90a.)
@@ -93,9 +94,10 @@ constexpr float kFusedExpMaxAbs = 64.0f;
 // statistics); apply(f) returns f(exp) with exp the form chosen once, here, so the branch sits
 // outside f's loops. 16-bit inputs take FusedExp where it is exact enough: their kernels execute
 // twice fp32's instructions per byte, and the FFMA saves a FADD (and the FMUL by 1 / sum) per
-// element. Measured: 16-bit warp_per_row and block_online forward +0.02-0.04 of copy, split_row
-// unmoved (its time goes to the row exchange; docs/perf-log.md, session 19). fp32 keeps the
-// subtract form (the branch folds away).
+// element. Measured (docs/perf-log.md, session 19): block_online bf16 forward 0.78 -> 0.80 of copy,
+// split_row unmoved (its time goes to the row exchange). warp_per_row's gain there (0.84 -> 0.88 at
+// 65536x256) came from its registers (47 -> 40): its single tile keeps exp_shifted values and does not
+// take this. fp32 keeps the subtract form (the branch folds away).
 template <typename T>
 struct RowExp {
   bool fused;

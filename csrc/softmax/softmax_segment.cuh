@@ -1,6 +1,7 @@
-// The row math every plan shares: softmax forward/backward over one segment [begin, end) of a
-// row, done by `lanes` threads (a warp, a block, ...). Plans differ only in how big the segment
-// is, how many threads share it and the Scope that reduces the statistics across the row:
+// The row math of every plan but the streamed split_row (softmax_split_row_stream_sm90a.cu uses only
+// Tile and RowExp): softmax forward/backward over one segment [begin, end) of a row, done by `lanes`
+// threads (a warp, a block, ...). Plans differ in how big the segment is, how many threads share it,
+// (block_online) the L2 hints and the Scope that reduces the statistics across the row:
 //   Scope::reduce(MaxSum) -> the row's (max, sum);  Scope::reduce(float) -> the row's sum.
 //
 // Tiling: a tile is lanes * kVecs 16-byte units; thread `lane` owns units k * lanes + lane
@@ -249,7 +250,7 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
     // Single tile: one read + one write, the segment's whole units in the tile and the rest in
     // edge slots (SegmentEdges). While the fp32 exponentials fit the value budget they stay in
     // registers, rescaled from this thread's max to the row's by one factor, so each element
-    // costs one exp; deeper 16-bit tiles (split_row's) recompute them instead.
+    // costs one exp; deeper 16-bit tiles (the portable split_row's, block_online's) recompute them instead.
     using Edges = SegmentEdges<T, kScopeLanes<Scope>>;
     const Edges edges(origin, begin, end);
     t.load_units(x, origin, edges.body_lo, edges.body_hi, lane, lanes, kNegInf);  // exp(-inf padding) = 0
@@ -427,14 +428,14 @@ std::int64_t tile_span(std::int64_t cols, bool aligned) {
 }
 
 // The deepest tile (16-byte units per thread, a power of two) whose fp32 values fit the value
-// budget: what the one-warp, one-block and cluster plans hold.
+// budget: what warp_per_row, block_per_row's forward and cluster_split_row hold.
 template <typename T>
 constexpr int max_vecs(int operands) {
   return kMaxValuesPerThread / vec_width<T>() / operands;
 }
 
-// The deepest tile whose raw units fit the register budget: what split_row holds (twice
-// max_vecs for 16-bit types, the same for fp32).
+// The deepest tile whose raw units fit the register budget: what the portable split_row, block_online
+// and block_per_row's backward hold (twice max_vecs for 16-bit types, the same for fp32).
 constexpr int max_units(int operands) { return kMaxUnitsPerThread / operands; }
 
 // Smallest power-of-two depth d <= max_depth with ceil(units / d) <= lanes_target.

@@ -1,9 +1,9 @@
 """Compile the Triton kernels ahead of time for a GPU that need not be present.
 
-Each kernel module exposes `aot_specs(dtype)`: (name, jit function, signature, constexprs) for
-the configurations worth inspecting. `compile_spec` turns one into Triton's compiled kernel,
-whose `.asm` holds every stage (ttir, ttgir, llir, ptx, cubin). Used by the CPU tier and by
-scripts/inspect_kernel.py. Needs compiled (not interpreted) kernels: TRITON_INTERPRET unset.
+Each kernel module exposes `aot_specs(dtype)`: AotSpecs (name, jit function, signature, constexprs, launch options,
+specializations) for the configurations worth inspecting. `compile_spec` turns one into Triton's compiled kernel, whose
+`.asm` holds every stage (ttir, ttgir, llir, ptx, cubin). Used by the CPU tier and by scripts/inspect_kernel.py. Needs
+compiled (not interpreted) kernels: TRITON_INTERPRET unset.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ class AotSpec(NamedTuple):
     fn: object
     signature: dict
     constexprs: dict
-    options: dict = {}  # launch options the kernel really runs with: num_warps, num_stages
+    options: dict = {}  # launch options the kernel really runs with: num_warps, and num_stages or maxnreg
     # the integer specializations this configuration launches in (compile_spec's `aligned`): both, or only one
-    # when the launch picks the configuration by alignment (softmax's pipelined backward: aligned rows only)
+    # when the launch picks the configuration by alignment (softmax's EDGES kernels: the unaligned one only)
     specializations: tuple = (False, True)
 
 

@@ -62,8 +62,8 @@ TILED_CONFIGS = (
     TileConfig(64, 64, 128, 8, 4, 3),
 )
 # The 64x128 and 128x64 tiles (deep rings, 4 warps) give one wave of tiles at M = 128 or at
-# 1024x1024: 0.96 / 0.85 of cuBLAS at 128x8192x8192 / 1024x1024x16384 where the 128x128 tiles reach
-# 0.73 / 0.59 (results/h200/experiments/triton-matmul-configs-e7a4213.json).
+# 1024x1024: 64x128 runs at 0.96 / 0.85 of cuBLAS at 128x8192x8192 / 1024x1024x16384 (128x64: 0.93 / 0.79)
+# where the 128x128 tiles reach 0.73 / 0.59 (results/h200/experiments/triton-matmul-configs-e7a4213.json).
 # The big tile's group-4 twin (a different tile order, the same kernel): at 4000x3000x2000 it ran 0.985 /
 # 1.003 of cuBLAS (bf16 / fp16) against group 8's 0.935 / 0.956 in one process; why the order matters
 # there is not measured yet (results/h200/experiments/matmul-7212402-group4.json, docs/perf-log.md).
@@ -273,9 +273,10 @@ def _num_sms(t: torch.Tensor) -> int:
 
 
 def choose_kernel(a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> str:
-    """tiled when TMA cannot run the operands; otherwise the faster of the two kernels, each at its
-    tuned config, timed once per problem class like the configs. Neither wins everywhere: at
-    128x8192x8192 persistent_tma's 64x128 tile runs at 0.96 of cuBLAS against tiled's best 0.88, at
+    """tiled off the GPU (the interpreter: nothing to time) and when TMA cannot run the operands; otherwise the
+    faster of the two kernels, each at its tuned config, timed once per problem class like the configs. Neither
+    wins everywhere: at 128x8192x8192 persistent_tma's 64x128 tile runs at 0.96 of cuBLAS against 0.81 for tiled's
+    best in TILED_CONFIGS (128x128, split-K 2; a 6-stage 64x128 tile outside the space reached 0.88), at
     1024x1024x16384 tiled with split K runs at 0.91 against 0.85 (the sweep named at PERSISTENT_CONFIGS).
     Untimed (CUDA_PORTFOLIO_NO_TUNING=1): persistent_tma when there is at least one wave of big tiles."""
     a, b = _with_unit_stride(a), _with_unit_stride(b)

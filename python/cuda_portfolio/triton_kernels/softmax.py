@@ -49,43 +49,44 @@ memory, which Triton cannot express):
                  after another, so a wait for another program would never end there: off the GPU
                  every row is one chunk, and the exchange across programs runs on GPUs only.
 
-Bytes in flight, backward. A streaming program with plain loads has one tile in flight, and split_row's backward
-runs two programs per SM at long rows: too few bytes against the ~40 KiB per SM that 4.2 TB/s x ~1.2 us of DRAM
-latency needs. So its first pass (the y.dy dot) is software-pipelined with tl.range(num_stages=STAGES): Triton 3.6
-turns its loads into cp.async copies to shared memory issued STAGES - 1 tiles ahead, 64 KiB per program
-(STREAM_BYTES_AHEAD). Those loads lose their L2 eviction hint (Triton drops it on cp.async). The second pass keeps
-plain loads with evict_first and stores with .cs (streaming: the output does not push the rows still waiting for
-their second read out of L2). split_row's persistent grid counts two pipelined programs per SM
-(SPLIT_ROW_BWD_PROGRAMS_PER_SM), the unpipelined ones (forward, unaligned backward) as many as their registers
-allow (PLAIN_STREAM_REGISTERS), and tells ptxas so (maxnreg). Measured at e7fb008 (this scheme in both directions,
-with a one-exponential online update): backward +0.04-0.14x of copy, forward -0.03-0.11x, so the forward keeps
-plain loads and several programs per SM (launch_config). block_online's backward has the bytes in flight without
-the pipeline: 32 warps per SM in one or two programs, each thread loading 16 or 32 bytes of each operand per tile
-(launch_config, block_online_backward_config).
-
-Rows outside Triton's 16-byte specialization (`rows_aligned`; any row length not a multiple of 16, such as 50257)
-would move one element per access. block_per_row and the streaming plans avoid that when every operand's rows start
-the same number of elements past a 16-byte boundary (`rows_share_phase`, true for contiguous tensors): with EDGES
-each row is addressed from its start rounded down to a unit, the tiles cover its whole 16-byte units, and the fewer
-than 16 bytes at each end go element by element beside them (_span_body, _span_edges). Those launches take the
-16-byte rows' configuration, pipelined backward included (2048x50257 bf16 0.54 / 0.53 -> 0.72 / 0.69 of copy, perf
-log session 21). block_per_row holds such a row as split_row holds a chunk (_load_held: 16-bit rows as words of two
-elements), and its persistent 16-bit forward takes rows in turn without loading the next one ahead. Rows out of
-phase keep the per-element path and the unpipelined backward: fp32 ones would pipeline as 4-byte copies, which
-measured slower (fb4210d), and 16-bit ones cannot use async copies at all.
+Bytes in flight, backward. A streaming program with plain loads has one tile in flight, and split_row's backward runs
+two programs per SM at long rows: too few bytes against the ~40 KiB per SM that 4.2 TB/s x ~1.2 us of DRAM latency
+needs. So its first pass (the y.dy dot) is software-pipelined with tl.range(num_stages=STAGES): Triton 3.6 turns its
+loads into cp.async copies to shared memory issued STAGES - 1 tiles ahead, 64 KiB per program (STREAM_BYTES_AHEAD).
+Those loads lose their L2 eviction hint (Triton drops it on cp.async). The second pass keeps plain loads with
+evict_first and stores with .cs (streaming: the output does not push the rows still waiting for their second read out of
+L2). split_row's persistent grid counts two pipelined programs per SM (SPLIT_ROW_BWD_PROGRAMS_PER_SM), the unpipelined
+ones (forward, unaligned backward) as many as their registers allow (PLAIN_STREAM_REGISTERS), and tells ptxas so
+(maxnreg). Measured at e7fb008 (this scheme in both directions, with a one-exponential online update): backward
++0.04-0.14x of copy, forward -0.03-0.11x, so the forward keeps plain loads and several programs per SM (launch_config).
 (The forward's loss was put down to the pipeline's one program per SM, not to that one-exponential update.)
+block_online's backward has the bytes in flight without the pipeline: 32 warps per SM in one or two programs, each
+thread loading 16 or 32 bytes of each operand per tile (launch_config, block_online_backward_config).
+
+Rows outside Triton's 16-byte specialization (`rows_aligned`; any row length not a multiple of 16, such as 50257) would
+move one element per access. block_per_row and the streaming plans avoid that when every operand's rows start the same
+number of elements past a 16-byte boundary (`rows_share_phase`, true for contiguous tensors): with EDGES each row is
+addressed from its start rounded down to a unit, the tiles cover its whole 16-byte units, and the fewer than 16 bytes at
+each end go element by element beside them (_span_body, _span_edges). Those launches take the 16-byte rows'
+configuration, pipelined backward included (2048x50257 bf16 0.54 / 0.53 -> 0.72 / 0.69 of copy, perf log session 21),
+except block_online's 16-bit two-per-SM backward, which halves its tile for them (_block_online_backward_pair).
+block_per_row holds such a row as split_row holds a chunk (_load_held: 16-bit rows as words of two elements), and its
+persistent 16-bit forward takes rows in turn without loading the next one ahead. Rows out of phase keep the per-element
+path and the unpipelined backward: fp32 ones would pipeline as 4-byte copies, which measured slower (fb4210d), and
+16-bit ones cannot use async copies at all.
 
 Exponentials are one MUFU.EX2 each (_exp, INLINE_PTX). The forward's first pass (_online_max_sum, both streaming
 plans) takes about one per element: each thread folds a tile's max over its own values first, then one exponential
 per element and one rescale per tile (docs/perf-log.md, "split_row's forward pass 1 in SASS").
-The forward's output stores are .cs, as the backward's, so y does not evict x lines still waiting for
-their second read.
+The streamed forward's second-pass stores are .cs (as the backward's with STREAM_STORES), so y does not evict x lines
+still waiting for their second read; the held forms and block_per_row, which read nothing again, store plainly.
 
 NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima propagate NaN),
 -inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
-multiplying by the row stride). Launch configurations come from a table keyed by (plan, dtype, next_pow2(cols),
-direction, aligned) (launch_config); the register-resident plans also time twice the table's warps (block_per_row's
-forward: each with and without evict_first loads) on the first call of each (rows, cols) bucket and keep the faster
+multiplying by the row stride). Launch configurations come from a table keyed by (plan, dtype, tile columns,
+direction, aligned or EDGES) (launch_config); the register-resident plans also time twice the table's warps
+(block_per_row's forward on 16-byte rows in a power-of-two tile: each with and without evict_first loads) on the
+first call of each (rows, cols) bucket and keep the faster
 (candidate_configs, "Run-time tuning" below). A call under
 CUDA-graph capture never times anything, and a repeated call never recompiles.
 """
@@ -109,11 +110,11 @@ INTERPRETER_SM_COUNT = 3      # CPU "device": small, so tests exercise persisten
 STREAM_BYTES_AHEAD = 64 << 10  # first-pass loads in flight per streaming program (async copies to shared memory)
 MAX_STAGES = 5
 REGISTERS_PER_SM = 65536
-# split_row's pipelined backward runs two per SM (maxnreg 128 at 8 warps, 64 at 16; ptxas fits both without
-# spilling in the aligned specialization, the only one it launches in). Measured on the H200 (session 14):
-# fp32 1024x131072 / 256x262144 / 32x1M / 4x4M 0.67 / 0.65 / 0.62 / 0.52 -> 0.82 / 0.80 / 0.72 / 0.60 of copy,
-# bf16 0.70 / 0.69 / 0.65 / 0.58 -> 0.80 / 0.75 / 0.68 / 0.58. block_online's (grid capped by the L2 budget to
-# ~1 program per SM at these rows) did not move with the same setting.
+# split_row's pipelined backward runs two per SM (maxnreg 128 at 8 warps, 64 at 16; ptxas fits both without spilling in
+# the two specializations it launches in: the 16-byte one, and the unaligned one with EDGES). Measured on the H200
+# (session 14): fp32 1024x131072 / 256x262144 / 32x1M / 4x4M 0.67 / 0.65 / 0.62 / 0.52 -> 0.82 / 0.80 / 0.72 / 0.60 of
+# copy, bf16 0.70 / 0.69 / 0.65 / 0.58 -> 0.80 / 0.75 / 0.68 / 0.58. block_online's (grid capped by the L2 budget to ~1
+# program per SM at these rows) did not move with the same setting.
 SPLIT_ROW_BWD_PROGRAMS_PER_SM = 2
 # Registers per thread the unpipelined streaming programs (block_online's and split_row's forward; split_row's
 # backward with unaligned rows) are counted to need. Triton's ptxas (sm_90a, Triton 3.6) at the caps they give: the
@@ -334,7 +335,8 @@ def _dot_span(y_row, dy_row, start, stop, BLOCK_N: tl.constexpr, STAGES: tl.cons
 def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.constexpr, STREAM_STORES: tl.constexpr,
                         EDGES: tl.constexpr):
     """dx_row[start:stop] = y * (dy - dot), last tile first (it is the freshest in L2). STREAM_STORES: .cs
-    (evict-first) stores, for 16-byte rows only (launch_config: unaligned rows keep the plain loop and stores).
+    (evict-first) stores, for rows moved in whole 16-byte units (the 16-byte specialization or EDGES; launch_config:
+    rows that move element by element keep the plain loop and stores).
     EDGES: the head and tail elements one by one, then the tiles over the whole 16-byte units."""
     V: tl.constexpr = 128 // y_row.dtype.element_ty.primitive_bitwidth
     if EDGES:
@@ -358,6 +360,9 @@ def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.con
 
 # ----------------------------------------------------------------------------- warp_per_row
 
+# warp_per_row forward: a program holds ROWS whole rows as one [ROWS, BLOCK_N] fp32 tile in registers (launch_config:
+# 4096-element tiles, 4 or 8 warps), reduces each row's max and sum, and writes y once. Bound: bytes, x read once and
+# y written once.
 @triton.jit
 def softmax_fwd_warp_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride,
                                     ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -368,6 +373,8 @@ def softmax_fwd_warp_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_ro
     tl.store(y_ptr + row * y_row_stride + col, _softmax_tile(x).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+# warp_per_row backward: a program holds ROWS rows of y and dy in registers, takes one dot per row and writes
+# dx = y * (dy - dot) once. Bound: bytes, y and dy read once, dx written once.
 @triton.jit
 def softmax_bwd_warp_per_row_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_stride, dy_row_stride, dx_row_stride,
                                     ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -423,6 +430,11 @@ def _softmax_pieces_held(x_row, y_row, start, stop, HEAD_N: tl.constexpr, TAIL_N
     _store_scaled_pairs(y_row, split, stop, e_tail_low, e_tail_high, e_tail_edges, inv_sum, TAIL_N, EDGES)
 
 
+# block_per_row forward: a program per row holds it whole in registers (a BLOCK_N tile; a three-quarter tile as two
+# pieces; EDGES rows as _load_held holds them, 16-bit ones as words of two elements) and writes y once. PREFETCH (16-bit
+# rows of 32768): a persistent program per SM walks rows and loads the next while it reduces and writes this one
+# (EDGES rows in turn, without the lookahead). LOAD_HINT reaches only 16-byte rows in a power-of-two tile.
+# Bound: bytes, x read once and y written once.
 @triton.jit
 def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
                                      PREFETCH: tl.constexpr, LOAD_HINT: tl.constexpr, EDGES: tl.constexpr):
@@ -455,6 +467,9 @@ def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_r
                      mask=mask)
 
 
+# block_per_row backward: a program per row holds its y and dy in registers (a BLOCK_N tile, a three-quarter tile as
+# two pieces, EDGES rows as _load_held holds them), takes one block dot and writes dx once. Bound: bytes, y and dy read
+# once, dx written once.
 @triton.jit
 def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, dy_row_stride, dx_row_stride,
                                      BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
@@ -495,6 +510,10 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
 # (_row_frame) and move its whole units as 16-byte accesses, its head and tail elements one by one; without EDGES such
 # rows move one element per access.
 
+# block_online forward: a program per row, or a persistent grid capped by the L2 budget (_block_online_programs). Pass
+# 1 keeps per-thread (max, sum) over BLOCK_N tiles (_online_max_sum); pass 2 re-reads the tiles last first, from L2
+# while they are there, and writes y with .cs stores. Bound: bytes, one read and one write when pass 2 hits L2, two
+# reads and one write when it does not.
 @triton.jit
 def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
                                     THREADS: tl.constexpr, EDGES: tl.constexpr):
@@ -506,6 +525,9 @@ def softmax_fwd_block_online_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_ro
         _normalize_span_reversed(x_row, y_row, first, first + cols, row_max, 1.0 / row_sum, BLOCK_N, EDGES)
 
 
+# block_online backward: a program per row, 32 warps per SM as one program or two (block_online_backward_config).
+# Pass 1 sums y * dy over BLOCK_N tiles (_dot_span); pass 2 re-reads y and dy last first, from L2 while they are
+# there, and writes dx. Bound: bytes, two reads and one write when pass 2 hits L2, four reads and one write when not.
 @triton.jit
 def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_stride, dy_row_stride, dx_row_stride,
                                     BLOCK_N: tl.constexpr, STAGES: tl.constexpr, STREAM_STORES: tl.constexpr,
@@ -798,6 +820,10 @@ def _grad_held(dx_row, start, stop, y, dy, y_edges, dy_edges, dot, BLOCK_N: tl.c
     _store_held(dx_row, start, stop, body, y_edges * (dy_edges - dot), BLOCK_N, EDGES)
 
 
+# split_row forward (the scheme above): a persistent program per resident slot takes (row, chunk) jobs. HELD: the
+# chunk is one tile kept in registers through the row exchange (16-bit as words of two elements); else it streams,
+# pass 1 online (_online_max_sum) and pass 2 re-reading it from L2. Bound: bytes, one read and one write (streamed:
+# up to two reads), plus one (max, sum) exchange per row.
 @triton.jit
 def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, cols, x_row_stride, y_row_stride,
                                  chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr,
@@ -832,6 +858,9 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
     _leave(counters_ptr, jobs, chunks)
 
 
+# split_row backward (the scheme above): per job the chunk's partial y . dy (HELD: y and dy kept in registers;
+# streamed: pass 1 software-pipelined STAGES deep), the row's partials summed after the exchange, dx written.
+# Bound: bytes, two reads and one write (streamed: up to four reads), plus one exchange per row.
 @triton.jit
 def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, cols, y_row_stride, dy_row_stride,
                                  dx_row_stride, chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
@@ -876,8 +905,10 @@ class LaunchConfig(NamedTuple):
     per_sm: int = 1  # programs of the persistent grids one SM holds at once (registers, shared memory, warps)
     maxnreg: int | None = None  # ptxas register cap per thread (Triton's maxnreg launch option); None: ptxas picks
     stream_stores: bool = False  # backward: evict-first (.cs) output stores (_grad_span_reversed)
-    prefetch: bool = False  # block_per_row forward: persistent, one program per SM, next row loaded ahead
-    load_hint: str = ""  # block_per_row forward: the x loads' L2 eviction policy ("" none, or "evict_first")
+    prefetch: bool = False  # block_per_row forward: persistent, one program per SM, next row loaded ahead (EDGES: none)
+    # block_per_row forward, 16-byte rows in a power-of-two tile: the x loads' L2 eviction policy ("" none, or
+    # "evict_first"); EDGES rows and three-quarter tiles ignore it
+    load_hint: str = ""
     held: bool = False  # split_row: a chunk is one tile, held in registers through the exchange (split_row_config)
 
 
@@ -902,13 +933,14 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
     its tile (block_per_row_tile), which may be three quarters of a power of two.
 
     Sized for bandwidth: about 16 fp32 values per thread per tile (no spills), 4096-element tiles for the multi-row
-    warp_per_row programs. The streaming plans (block_online, split_row) share a configuration: the backward pipelines
-    its first pass STREAM_BYTES_AHEAD deep (module docstring, "Bytes in flight"); `per_sm` is what registers (ptxas,
+    warp_per_row programs. The streaming forwards (block_online, split_row) share a configuration; split_row's
+    backward pipelines its first pass STREAM_BYTES_AHEAD deep (module docstring, "Bytes in flight"), block_online's
+    has its own unpipelined 32-warp form (and block_online_backward_config's pair); `per_sm` is what registers (ptxas,
     sm_90a, scripts/inspect_kernel.py) and shared memory allow, and the persistent grid never exceeds it (split_row's
     exchange needs every program resident). `maxnreg` gives ptxas the register share of per_sm programs per SM: the
     pipelined backward's SPLIT_ROW_BWD_PROGRAMS_PER_SM programs (64 registers at 16 warps, 128 at 8), the unpipelined
-    ones' PLAIN_STREAM_REGISTERS. `aligned`: Triton's 16-byte specialization (every pointer, stride and the length
-    divisible by 16, see `rows_aligned`).
+    ones' PLAIN_STREAM_REGISTERS. `aligned`: the launch moves whole 16-byte units: Triton's 16-byte specialization
+    (every pointer, stride and the length divisible by 16, `rows_aligned`) or EDGES rows (`_alignment`).
     """
     if plan == "warp_per_row":
         rows = max(1, min(128, 4096 // cols_p2))
@@ -917,9 +949,10 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         # 16-bit forward rows of 32768: one 32-warp program per SM holds the row (63 registers), so
         # nothing overlaps its reductions and stores; a second row in flight fits in 64 registers
         # without spilling (ptxas, sm_90a; fp32 spills 104 bytes), hence the prefetching persistent form.
-        # Plain loads: evict_first cost 4-12% of copy at 4096^2..4096x32768 (perf log, session 16), except 16-bit
-        # forward rows of 4096 (the tuner times both). The backward stops at 16 warps: without the hint, 32-warp
-        # programs at 32768 columns fell to 0.73-0.96 of copy where 16 warps reach 0.95-1.00.
+        # Plain loads, except the prefetching form's (kept on evict_first, perf log session 16): evict_first cost 4-12%
+        # of copy at 4096^2..4096x32768, except 16-bit forward rows of 4096 (the tuner times both). The backward stops
+        # at 16 warps: without the hint, 32-warp programs at 32768 columns fell to 0.73-0.96 of copy where 16 warps
+        # reach 0.95-1.00.
         prefetch = direction == "fwd" and dtype.itemsize == 2 and cols_p2 == BLOCK_PER_ROW_MAX_COLS
         most_warps = 32 if direction == "fwd" else 16
         if cols_p2 & (cols_p2 - 1):  # a three-quarter tile (block_per_row_tile)
@@ -1208,7 +1241,8 @@ def _persistent_programs(rows: int, config: LaunchConfig, device: torch.device, 
 def _block_online_programs(rows: int, config: LaunchConfig, device: torch.device, bytes_per_row: int) -> int:
     """block_online's grid: one program per row unless the L2 budget caps the persistent grid below the rows the
     GPU holds at once (config.per_sm per SM, the residency of its register cap: ptxas gives the 16-bit forward
-    programs 56-64 registers, two per SM; the backward's 32-warp program fills an SM). A program per row lets the
+    programs 56-64 registers, two per SM; the backward's 32-warp program fills an SM, its pair
+    (block_online_backward_config) is two per SM). A program per row lets the
     hardware start each row's program wherever one finishes: in the CUDA block_online a persistent grid of the same
     residency, each block walking a fixed list of rows, ran 9-13% slower at the same DRAM bytes (docs/perf-log.md,
     session 44). One program per SM is never capped (_persistent_programs keeps at least one per SM)."""
@@ -1260,16 +1294,15 @@ def _split_geometry(rows: int, cols: int, bytes_per_col: int, config: LaunchConf
     return chunks, chunk_cols, max(1, min(programs, rows * chunks))
 
 
-# Run-time tuning, bounded: warp_per_row and block_per_row hold their rows in registers and launch one program
-# per row group, so their warps per program are free. The first call of each (device, plan, dtype, next_pow2(rows),
-# next_pow2(cols), direction, aligned) bucket times the table's count (launch_config) and twice it (half the
-# registers per thread: no new spills) on the caller's tensors (tuning.fastest: interleaved rounds of cold-L2
-# launches) and keeps the faster. Rows are in the key because a few rows cannot fill the GPU: a pick timed on
-# them would say nothing about many. The streaming plans (block_online, split_row) and block_per_row's
-# prefetching form size their persistent grids from the configuration, and split_row's exchange needs every
-# program resident: they keep the table's. Untimed (the table's) off the GPU, under CUDA_PORTFOLIO_NO_TUNING=1, and
-# during CUDA-graph capture, where nothing can be timed (the bucket is not cached then, so the first call outside
-# a capture tunes it).
+# Run-time tuning, bounded: warp_per_row and block_per_row hold their rows in registers and launch one program per row
+# group, so their warps per program are free. The first call of each (device, plan, dtype, next_pow2(rows), tile columns
+# (_tile_cols), direction, aligned or EDGES) bucket times the table's count (launch_config) and twice it (half the
+# registers per thread: no new spills) on the caller's tensors (tuning.fastest: interleaved rounds of cold-L2 launches)
+# and keeps the faster. Rows are in the key because a few rows cannot fill the GPU: a pick timed on them would say
+# nothing about many. The streaming plans (block_online, split_row) and block_per_row's prefetching form size their
+# persistent grids from the configuration, and split_row's exchange needs every program resident: they keep the table's.
+# Untimed (the table's) off the GPU, under CUDA_PORTFOLIO_NO_TUNING=1, and during CUDA-graph capture, where nothing can
+# be timed (the bucket is not cached then, so the first call outside a capture tunes it).
 TUNED_PLANS = ("warp_per_row", "block_per_row")
 MAX_WARPS = 32
 _TUNED: dict = {}  # bucket -> LaunchConfig
@@ -1441,9 +1474,9 @@ EDGES_PLANS = ("block_per_row", "block_online", "split_row")
 
 
 def _alignment(plan: str, tensors, cols: int) -> tuple[bool, bool]:
-    """(rows in the 16-byte specialization, EDGES): EDGES is a streaming plan on rows outside it that share a
-    phase. Either way the launch moves whole 16-byte units, and the launch configuration (launch_config's
-    `aligned`) and the tuning bucket key on `aligned or edges`."""
+    """(rows in the 16-byte specialization, EDGES): EDGES is block_per_row or a streaming plan (EDGES_PLANS) on rows
+    outside it that share a phase. Either way the launch moves whole 16-byte units, and the launch configuration
+    (launch_config's `aligned`) and the tuning bucket key on `aligned or edges`."""
     aligned = rows_aligned(tensors, cols)
     return aligned, not aligned and plan in EDGES_PLANS and rows_share_phase(tensors)
 
@@ -1495,8 +1528,9 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
 
 def aot_specs(dtype: torch.dtype):
     """The compiled configurations per kernel and launch form, at the sizes the benchmark shapes use: every candidate
-    the tuned plans time, and for the streaming backward kernels three, the pipelined one that aligned rows launch,
-    the plain one for unaligned rows and the pipelined one with EDGES for rows that share a phase, each compiled in
+    the tuned plans time; for split_row's streamed backward three, the pipelined one that 16-byte rows launch, the
+    plain one for rows that move element by element and the pipelined one with EDGES for rows that share a phase;
+    for block_online's backward its 32-warp and two-per-SM configurations at each of those three; each compiled in
     the specialization it runs in."""
     from .aot import TRITON_DTYPES, AotSpec
 
@@ -1528,8 +1562,8 @@ def aot_specs(dtype: torch.dtype):
                 {"BLOCK_N": config.block_n, "EDGES": edges}, config, specializations)
 
     entries = []
-    # The tuned plans: every candidate, at a width where the table has room to double its warps (8192 columns)
-    # and at the widest rows (32768).
+    # The tuned plans: every candidate; warp_per_row at 256 columns, block_per_row at a width where the table has
+    # room to double its warps (8192 columns) and at the widest rows (32768).
     for direction in ("fwd", "bwd"):
         for config in candidate_configs("warp_per_row", dtype, 256, direction, True):
             fn = softmax_fwd_warp_per_row_kernel if direction == "fwd" else softmax_bwd_warp_per_row_kernel
@@ -1595,7 +1629,8 @@ def aot_specs(dtype: torch.dtype):
     for name, fn, sig, consts, config, specializations in entries:
         signature = dict(sig, **{k: "constexpr" for k in consts})
         options = {"num_warps": config.num_warps}
-        if config.maxnreg is not None:  # the launch passes it too (block_online, split_row, block_per_row's EDGES)
+        if config.maxnreg is not None:  # the launch passes it too (the streaming plans, block_per_row's EDGES and
+            # three-quarter tiles)
             options["maxnreg"] = config.maxnreg
         specs.append(AotSpec(name, fn, signature, consts, options, specializations))
     return specs

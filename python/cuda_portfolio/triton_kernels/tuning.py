@@ -1,12 +1,14 @@
-"""Run-time configuration choice for the Triton kernels (matmul tiles, softmax warps): each candidate is timed on
-the caller's own tensors and the fastest is kept by the caller, per problem class.
+"""Run-time configuration choice for the Triton kernels (matmul's tiles and, under "auto", its kernel; softmax's
+warps and block_per_row's forward load hint): each candidate is timed on the caller's own tensors and the fastest is
+kept by the caller, per problem class.
 
 Candidates are timed in interleaved rounds, so a clock that drifts during tuning (the benchmark's per-round medians
 show the H200 shifting ~10% between rounds, cuBLAS included) moves every candidate alike instead of favouring the
 ones timed first; each launch starts with a cold L2, as the benchmark's rotated inputs do. The L2 is emptied by
 *reading* a buffer twice its size: triton's do_bench zeroes one, which leaves the L2 full of dirty lines that the
-timed kernel then pays to write back. CUDA_PORTFOLIO_NO_TUNING=1 turns timing off (the callers then take the first
-candidate that fits): for runs whose timing means nothing, as under compute-sanitizer.
+timed kernel then pays to write back. CUDA_PORTFOLIO_NO_TUNING=1 turns timing off (matmul then takes the first tile
+that fits and its kernel by a rule, softmax its table's configuration): for runs whose timing means nothing, as under
+compute-sanitizer.
 """
 from __future__ import annotations
 
