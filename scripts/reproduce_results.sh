@@ -88,7 +88,7 @@ for group in "${groups[@]}"; do
           -k test_block_online -k test_cuda_split_row -k test_cuda_describe_launch -k test_triton_tuned \
           -k test_triton_every_tuning_candidate \
           -k test_triton_split_row -k test_triton_block_online -k test_16_bit_rows \
-          -k test_double_backward -k test_vmap \
+          -k test_double_backward -k test_vmap -k test_auto_backend \
           tests.gpu_softmax_cases
       ) &
       for tool in memcheck racecheck initcheck synccheck; do

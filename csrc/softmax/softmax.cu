@@ -86,22 +86,23 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 //   does not stream:
 // - fewer than ~32 rows: split_row, which spreads a row over the most blocks (0.47-0.64x copy;
 //   cluster_split_row 0.25-0.54x, block_online 0.04-0.34x);
-// - 513-1024 columns, backward and fp32 forward: block_per_row with its short-row tiles (session 20,
+// - 513-1024 columns with at least as many rows as SMs, backward and fp32 forward: block_per_row with its
+//   short-row tiles (session 20,
 //   results/h200/experiments/softmax-block-per-row-min-depth-*.json; 16384x1024 backward 1.00x fp32,
 //   0.95x bf16 against warp_per_row's 0.89x / 0.86x, which reads the row twice there; fp32 forward
-//   0.97x against 0.95x, 32768x1000 0.98x against 0.97x). 16-bit forward keeps warp_per_row
-//   (0.89-0.96x both);
+//   0.97x against 0.95x, 32768x1000 0.98x against 0.97x). Fewer rows, and the 16-bit forward, keep
+//   warp_per_row (0.89-0.96x both);
 // - block_online wherever every row it keeps in flight re-reads from L2, whether one block per row
 //   or a capped grid of one 1024-thread block per SM (block_online_rereads_from_l2): 0.96-0.99x at
 //   4096x32768 in fp32 forward and bf16 both ways, 0.95x fp32 backward (cluster 0.94x), 0.78x at
 //   2048x50257 forward in both types (cluster 0.74x fp32), 0.66x bf16 2048x50257 backward;
-// - 16-bit forward otherwise: block_online too (bf16 256x262144: 0.65x; split_row 0.59x, cluster 0.41x);
-// - 16-bit backward: block_per_row up to 32768 columns, block_online with many rows (>= 12 per SM),
-//   else split_row (1024x131072: 0.76x against block_online's 0.64x);
-// - fp32: cluster_split_row on Hopper with >= 2 rows per SM, except the backward of long rows with
-//   fewer than 12 rows per SM (1024x131072: split_row 0.81x, cluster 0.73x); split_row below 2 rows
-//   per SM.
-// Off Hopper (no cluster plan) fp32 keeps block_per_row / block_online with enough rows.
+// - 16-bit with fewer rows than SMs: split_row; otherwise forward: block_online too (bf16 256x262144:
+//   0.65x; split_row 0.59x, cluster 0.41x); backward: block_per_row up to 32768 columns, block_online
+//   with many rows (>= 12 per SM), else split_row (1024x131072: 0.76x against block_online's 0.64x);
+// - fp32: split_row below 2 rows per SM, else block_per_row up to 32768 columns and block_online past
+//   that. cluster_split_row is never auto's pick: it needs sm_90 and the sm_90a build, where split_row
+//   streams every row it would take (it measured 0.73x against split_row's 0.81x at fp32 1024x131072
+//   backward before the streamed kernel).
 // 16-bit backward rows with more rows than SMs leave block_per_row where fewer than two of its
 // blocks fit an SM: one block per SM idles through each row's reduction. With 2-unit tiles (before
 // 4-unit ones, softmax_block_per_row.cu) that was past 9216 columns: bf16 4096 x 9209 / 9217 read
@@ -160,10 +161,6 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
     return many_rows ? SoftmaxPlan::BlockOnline : SoftmaxPlan::SplitRow;
   }
   if (rows < 2 * sms) return SoftmaxPlan::SplitRow;
-  const bool cluster_runs =
-      softmax_plan_unsupported(SoftmaxPlan::ClusterSplitRow, dtype, rows, cols, device).empty();
-  if (cluster_runs && (forward || many_rows || fits_block)) return SoftmaxPlan::ClusterSplitRow;
-  if (cluster_runs) return SoftmaxPlan::SplitRow;
   return fits_block ? SoftmaxPlan::BlockPerRow : SoftmaxPlan::BlockOnline;
 }
 

@@ -2,14 +2,15 @@
 
 The kernels run as torch.library custom ops (cuda_portfolio::softmax_fwd / softmax_bwd) with fake
 (meta) implementations, so torch.compile(fullgraph=True) traces a call as one opaque node and a
-CUDA graph can capture it. Backward runs in the forward's backend and plan. Both backends expose
+CUDA graph can capture it. Backward runs in the forward's backend with its plan argument: an explicit plan is
+reused, "auto" is resolved again for the backward (choose_plan(..., "bwd")). Both backends expose
 the same interface (plans, choose_plan, check_plan, forward, backward) over (rows, cols) views.
 """
 from __future__ import annotations
 
 import torch
 
-from ._backends import BACKENDS, available_backends, resolve_backend
+from ._backends import BACKENDS, resolve_backend
 from ._tensors import as_rows, batch_first, check_float_tensor, check_name, device_guard
 
 
@@ -29,15 +30,13 @@ def softmax_plans(backend: str) -> list[str]:
 
 
 def choose_backend(x: torch.Tensor) -> str:
-    """backend="auto": the backend measured faster for the dtype, where it can run.
-
-    From results/h200/bench-quick-first.json (H200, same run, auto plans): fp32 goes to the native
-    backend (0.86-0.97x copy bandwidth on the short and medium rows, level with Triton), 16-bit
-    types to Triton (0.83-0.93x where the native kernels measured 0.38-0.52x). Re-measure and
-    revisit when either backend's kernels change."""
-    preferred = "triton" if x.dtype in (torch.float16, torch.bfloat16) else "cuda"
-    if x.is_cuda and available_backends()[preferred][0]:
-        return preferred
+    """backend="auto": the native backend where it can run, else Triton (resolve_backend's order).
+ From results/h200/softmax.json (H200, eb352bd, both backends' auto plans in one run, 20 cells per dtype): Triton's time
+    over the native one's is 1.028 (fp32) and 1.025 (bf16) as a geometric mean; the native backend is 1.09-1.17x faster
+    at 4x4M, 32x1M (fp32 backward, bf16 forward), 2048x50257 (fp32 forward, bf16 backward) and bf16 4096x32768 forward,
+    Triton 1.09x faster at bf16 256x262144 forward and at most 1.04x anywhere else. (Session 1's run had sent 16-bit
+    types to Triton, when the native 16-bit kernels read 0.38-0.52x of copy.) fp16 runs the bf16 code paths and was not
+    in that run. Re-measure and revisit when either backend's kernels change."""
     return resolve_backend("auto", x, "softmax")
 
 
