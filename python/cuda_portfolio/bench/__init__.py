@@ -1,7 +1,8 @@
 """Benchmarks for cuda_portfolio: timing, peers, ceilings, JSON results, table and plots.
 
     python -m cuda_portfolio.bench --help          (scripts/benchmark.py is the same entry point)
-    python -m cuda_portfolio.bench.plot results.json out.png
+    python -m cuda_portfolio.bench.compare BEFORE.json AFTER.json [--repeat AGAIN.json] [--peers] [--changed]
+    python -m cuda_portfolio.bench.plot results.json out.png [--rounds [--case TEXT]]
     python -m cuda_portfolio.bench.report results.json
     python -m cuda_portfolio.bench.schema results.json
     python -m cuda_portfolio.bench.targets results.json ... [--not-met] [--plot targets.png]

@@ -28,7 +28,8 @@ class Provider:
     bind: Optional[Callable[[Inputs], Callable[[], torch.Tensor]]] = None  # inputs -> one launch
     plan: Optional[str] = None                  # requested plan / kernel name (ours), else None
     resolved_plan: Optional[str] = None         # what "auto" picked (ours), else None
-    status: str = "ok"                          # "refused" / "unavailable" when it cannot run here
+    status: str = "ok"                          # "refused" / "unavailable" when it cannot run here, "error"
+    # when our backend module failed
     reason: str = ""                            # why not, when status is not "ok"
     control_of: Optional[str] = None            # CONTROL: the provider it repeats
     describe: Optional[Callable[[Inputs], Optional[str]]] = None  # inputs -> what ran (e.g. a tuned config)

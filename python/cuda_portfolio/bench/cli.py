@@ -2,8 +2,9 @@
 
 Parsing and --help need no GPU and never initialize CUDA; a run without a GPU exits 3 with a
 one-line reason. Exit status 1 when one of OUR providers computed a WRONG result or failed with an
-error (a peer's WRONG result is reported in the table but is not our failure); 4 when a case runs
-past --case-timeout (the finished cases are written next to the JSON path, .partial.json).
+error (a peer's WRONG result is reported in the table but is not our failure), or the written file
+fails the schema check; 2 on a bad argument (a --plans name no selected backend lists); 4 when a case
+runs past --case-timeout (the finished cases are written next to the JSON path, .partial.json).
 """
 from __future__ import annotations
 
@@ -50,8 +51,12 @@ def build_parser(prog: str = "cuda_portfolio.bench") -> argparse.ArgumentParser:
                    help="results file (default results/local/bench-<op>-<date>.json)")
     p.add_argument("--plot", dest="plot_path", default=None, help="also write a PNG plot here (needs matplotlib)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds over all providers of a case")
-    p.add_argument("--samples", type=int, default=10, help="timed samples per provider per round")
-    p.add_argument("--allow-tf32", action="store_true", help="fp32 GEMM may use tf32 (ours and cuBLAS alike)")
+    p.add_argument("--samples", type=int, default=10,
+                   help="at most this many timed samples per provider per round (fewer, at least 2, when a round's "
+                        "samples would take over 400 ms)")
+    p.add_argument("--allow-tf32", action="store_true",
+                   help="fp32 GEMM may use tf32 (Triton and cuBLAS; the CUDA ladder has no tf32 path and "
+                        "computes fp32)")
     p.add_argument("--copy-mib", type=int, default=1024, help="buffer size of the device-copy ceiling, MiB")
     p.add_argument("--case-timeout", type=float, default=600.0,
                    help="seconds one case may take before the run stops, naming the case and writing the "
@@ -61,7 +66,8 @@ def build_parser(prog: str = "cuda_portfolio.bench") -> argparse.ArgumentParser:
 
 
 def parse_args(argv, prog: str = "cuda_portfolio.bench") -> argparse.Namespace:
-    """Parsed arguments with .ops, .backends, .directions, .dtypes {op: [...]}, .shape_lists {op: [...]}."""
+    """Parsed arguments with .ops, .backends, .directions, .dtypes {op: [...]}, .shape_lists {op: [...]},
+    .plan_selection ("auto", "all" or a tuple of --plans names)."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.samples < 1 or args.copy_mib < 1:
@@ -117,7 +123,8 @@ def case_specs(args) -> list[tuple]:
 
 
 def _progress(specs):
-    """(index, spec) pairs with a tqdm bar when tqdm is installed, else one stderr line per case."""
+    """Each (op, dtype, direction, shape) spec in turn, with a tqdm bar when tqdm is installed, else one stderr line
+    per case."""
     try:
         from tqdm import tqdm
     except ImportError:
@@ -159,6 +166,9 @@ def default_json_path(op: str) -> Path:
 
 
 def run(args, command: str, json_path: Path) -> dict:
+    """Every case of `args`, returned as the results document (main writes it to json_path). Sets allow_tf32 for the
+    process when asked, measures the copy ceiling first, and arms a watchdog: a case past --case-timeout writes the
+    finished cases to JSON_PATH.partial.json and ends the process with status 4."""
     from .env import env_block
     from .matmul_cases import make_matmul_case
     from .runner import run_case

@@ -7,8 +7,9 @@
 Each run is compared through its own ceiling (ratio to the device copy for softmax, to cuBLAS for
 GEMM, both measured in that run), so a GPU that runs warmer or a cuBLAS that tuned differently does
 not read as a kernel change. A record is matched by (op, direction, dtype, shape, provider, plan
-asked for); the plan that ran is printed when it differs. The verdict uses the A/A controls of both
-runs: a change inside the wider of the two bands (time ratio of a peer timed twice) is noise ("="),
+asked for); the plan that ran is printed when it differs. The verdict uses the A/A controls of the
+runs (the --repeat run's too): a change inside the span of their bands (lowest low to highest high; a band is
+the time ratio of a peer timed twice) is noise ("="),
 outside it faster ("+") or slower ("-"). The bands measure noise within a run; two runs hours or
 boots apart drift more, so read a mark just outside the band as a lead to rerun, not a result. Each line
 also gives the two runs' median times per launch (raw, not through the ceilings).
@@ -139,7 +140,8 @@ def main(argv=None) -> int:
     parser.add_argument("before", type=argparse.FileType("r"), help="results JSON of the earlier run")
     parser.add_argument("after", type=argparse.FileType("r"), help="results JSON of the later run")
     parser.add_argument("--peers", action="store_true", help="compare the peers' records too (torch, cuBLAS, ...)")
-    parser.add_argument("--changed", action="store_true", help="print only the records outside the noise band")
+    parser.add_argument("--changed", action="store_true",
+                        help="print only the records outside the noise band and the ones not comparable (?)")
     parser.add_argument("--repeat", type=argparse.FileType("r"), metavar="JSON",
                         help="BEFORE's build run again in another process: its drift widens the noise band")
     args = parser.parse_args(argv)

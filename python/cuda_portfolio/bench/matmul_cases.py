@@ -2,8 +2,9 @@
 
 Our kernels are timed through the backend modules' matmul(a, b, out, kernel, allow_tf32) (the
 interface in native/matmul.py and triton_kernels/matmul.py); "auto" resolves with the module's
-choose_kernel and the record names the kernel. fp32 follows
-torch.backends.cuda.matmul.allow_tf32 for every provider, cuBLAS included (--allow-tf32).
+choose_kernel and the record names the kernel. fp32 passes
+torch.backends.cuda.matmul.allow_tf32 to every provider (--allow-tf32): Triton and cuBLAS then use tf32, the CUDA
+ladder has no tf32 path and stays fp32; all are held to TF32_TOLERANCE then.
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def make_matmul_case(shape, dtype: torch.dtype, backends, kernels, device: str =
     tolerance = TF32_TOLERANCE if dtype == torch.float32 and allow_tf32 else TOLERANCE[dtype]
     case = Case("matmul", "fwd", dtype, tuple(shape), make_inputs, reference, tolerance, flops=2 * m * n * k,
                 device=device)
-    # choose_kernel / check_kernel decide from the operands' shapes, dtype and strides only.
+    # choose_kernel / check_kernel decide from the operands' shapes, dtype, strides and alignment (fresh allocations
+    # are aligned as make_inputs' are); Triton's choose_kernel also times both kernels on them, once per class.
     a = torch.empty(m, k, device=device, dtype=dtype)
     b = torch.empty(k, n, device=device, dtype=dtype)
     for backend in backends:

@@ -12,8 +12,8 @@ it the ratio to the reference peer (cuBLAS, or torch for softmax) round by round
 tables print (the median of those) and the ratio of overall medians: where the GPU changes speed mid-run, this
 shows whether every provider moved together (render_rounds).
 Only records with status ok are drawn: every output validated, but for softmax's reference op (an elementwise op
-with the case's traffic that computes something else, drawn as what moving the bytes takes); the A/A control is
-left to the table.
+with the case's traffic that computes something else, drawn as what moving the bytes takes); the plain plot leaves
+the A/A control to the table (--rounds draws it, and its per-round ratio, beside ours).
 """
 from __future__ import annotations
 
@@ -236,7 +236,8 @@ def value_text(value: float, bar: float, measure: str) -> str:
 
 def render_targets(found: list, path: str, title: str) -> None:
     """Every cell with a target as a colored grid, one panel per (op, measure): the color is the value over its bar
-    (red below, green at or above), the text the value and the bar, and an outline marks a cell not met."""
+    on a red-yellow-green scale (red at 0.6x, yellow at the bar, green at 1.1x and above), the text the value and the
+    bar, and an outline marks a cell not met."""
     plt = _pyplot()
     from matplotlib.colors import TwoSlopeNorm
     from matplotlib.patches import Rectangle

@@ -98,6 +98,9 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
 
 
 def add_throughput_and_ratios(case: Case, records: list[dict], ceilings: dict) -> None:
+    """TB/s or TFLOP/s and the ratios of each ok record: to the copy ceiling (softmax) or, paired by round, to the
+    case's cuBLAS (matmul, whose median this appends to ceilings["cublas"]), and to every peer, control and reference
+    op (ratio_to_peers[p] = p's time / this record's)."""
     ok = [r for r in records if r["status"] == "ok" and r["time_ms"]]
     peers = [r for r in ok if r["kind"] in (PEER, CONTROL, REFERENCE)]
     cublas = next((r for r in ok if r["provider"] == "cublas"), None) if case.op == "matmul" else None

@@ -1,4 +1,5 @@
-"""Softmax cases: our plans per backend, torch eager, torch.compile, Liger (when installed), A/A.
+"""Softmax cases: our plans per backend, torch eager, torch.compile, Liger (when installed), the reference op (an
+elementwise op with the same bytes, not validated), A/A.
 
 Our kernels are timed through the backend modules' forward/backward (the interface in
 native/softmax.py and triton_kernels/softmax.py), which is what cp.softmax launches without its

@@ -4,7 +4,8 @@ Graph path: after a warm-up (Triton compile and autotune, torch.compile, cuBLAS 
 happen here, outside anything timed), N launches are captured into one CUDAGraph, cycling over
 `k` copies of the inputs; a sample is one replay timed with events, divided by N. N makes a replay
 last about sample_target_ms, counted from replays of a probe graph of k launches. k is chosen so
-that k copies cover >= 2x L2, so every launch finds its inputs evicted from L2 by the launches
+that k copies cover >= 2x L2 (at most MAX_INPUT_COPIES: working sets under 2x L2 / 64, about 1.9 MiB
+on the H200, are covered less), so every launch finds its inputs evicted from L2 by the launches
 before it. No launch overhead is timed.
 
 Events path (PYTORCH_NO_CUDA_MEMORY_CACHING=1, where capture is impossible, or a capture that
@@ -162,6 +163,7 @@ class LaunchTimer:
         return start.elapsed_time(end) / (PROBE_REPLAYS * len(self.launches))
 
     def samples_this_round(self) -> int:
+        """--samples, fewer when they would take more than round_budget_ms, never fewer than 2."""
         per_sample_ms = max(self.estimate_ms * self.launches_per_sample, 1e-6)
         return max(2, min(self.settings.samples_per_round, int(self.settings.round_budget_ms / per_sample_ms)))
 
