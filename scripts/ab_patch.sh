@@ -16,8 +16,9 @@
 # "<commit>+<patch name>" and dirty. Builds for the GPU present (CUDA_PORTFOLIO_CUDA_ARCHS=native).
 # A patch that only edits existing files under python/, tests/, scripts/, docs/ or results/ is not
 # rebuilt for (steps 2, 4, 5): the editable install imports the package's Python files from python/.
+# PYTHON names the interpreter (default python3).
 set -uo pipefail
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in
   -h | --help) usage; exit 0 ;;
   "") usage >&2; exit 2 ;;

@@ -165,7 +165,8 @@ def loop_for(case, seconds: float) -> Phase:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_case_arguments(parser)
-    parser.add_argument("--backend", default="cuda", choices=("cuda", "triton", "both"))
+    parser.add_argument("--backend", default="cuda", choices=("cuda", "triton", "both"),
+                        help="cuda, triton or both (default cuda)")
     parser.add_argument("--plan", default="auto", help="softmax plan / matmul kernel, or 'auto'")
     parser.add_argument("--direction", default="fwd", choices=("fwd", "bwd"), help="softmax only")
     parser.add_argument("--with-torch", action="store_true", help="also loop the torch op (torch.matmul: cuBLAS)")

@@ -62,7 +62,9 @@ PROFILE_SCRIPT = Path(__file__).resolve().parent / "profile_kernel.py"
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_case_arguments(parser)
-    parser.add_argument("--plan", default="auto", help="softmax plan / matmul kernel (default: each backend's choice)")
+    parser.add_argument("--plan", default="auto",
+                        help="softmax plan / matmul kernel that both backends accept (the matmul kernel names differ: "
+                             "leave auto for matmul); default: each backend's choice")
     parser.add_argument("--direction", default="fwd", choices=common.DIRECTIONS, help="softmax only")
     parser.add_argument("--ncu", help="path of ncu (default: found on PATH or in CUDA_HOME/bin)")
     parser.add_argument("--results-dir", type=Path, default=common.RESULTS_LOCAL,

@@ -4,16 +4,17 @@
     python scripts/inspect_kernel.py --op softmax --output results/local/inspect-softmax
     python scripts/inspect_kernel.py --op matmul --backend cuda --arch sm_80 --output /tmp/gemm80
 
-Triton: TTIR, TTGIR, LLVM IR, PTX, cubin and SASS of the configuration that runs. On a GPU that is
-the autotuned choice for --shape (the kernel cache is emptied after warm-up and one more launch
-recompiles exactly the kernels that run); without a GPU, the kernels of triton_kernels/aot.py compiled
-ahead of time for --arch, twice where they take integer arguments: with those of unknown alignment,
-and divisible by 16 ("ints%16", what a launch gets when sizes and strides all are; it allocates
-registers differently, so its spills can differ). CUDA: the op's csrc/ files compiled with nvcc for --arch into PTX, cubin and
-SASS, with the ptxas -v log. Registers, local memory (spills), shared memory and threads per block of
-every kernel go into a side-by-side table and DIR/resources.json, and for kernels that issue wgmma, the
-size of the innermost loop around it (instructions and HGMMAs in its SASS: what a K block costs beside its
-MMAs). Works without a GPU.
+Triton: TTIR, TTGIR, LLVM IR, PTX, cubin and SASS of the configuration that runs. On a GPU that is the forward
+launch's autotuned choice for --shape (the kernel cache is emptied after warm-up and one more launch
+recompiles exactly the kernels that run; backward kernels only through the ahead-of-time path); without a GPU,
+the kernels of triton_kernels/aot.py compiled ahead of time for --arch, in the integer specializations each
+configuration launches in (AotSpec.specializations): for most both, of unknown alignment and divisible by 16
+("ints%16", what a launch gets when sizes and strides all are; it allocates registers differently, so its
+spills can differ), for EDGES kernels only the first. CUDA: the op's csrc/ files compiled with nvcc for --arch
+into PTX, cubin and SASS, with the ptxas -v log. Registers, local memory (spills), shared memory and threads
+per block of every kernel go into a side-by-side table and DIR/resources.json, and for kernels that issue
+wgmma, the size of the innermost loop around it (instructions and HGMMAs in its SASS: what a K block costs
+beside its MMAs). Works without a GPU.
 """
 from __future__ import annotations
 

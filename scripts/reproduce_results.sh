@@ -72,7 +72,7 @@ for group in "${groups[@]}"; do
         step "memcheck-$module" "ERROR SUMMARY|^Ran |^OK|^FAILED" \
           compute-sanitizer --tool memcheck $PY -m unittest "tests.$module" &
       done
-      # The softmax sweep is the longest step under memcheck (~125 s per backend) and the hungriest: memcheck
+      # The softmax sweeps (~195 s CUDA, ~110 s Triton under memcheck) are the hungriest steps: memcheck
       # keeps device memory per freed large tensor, so one process per backend, and these softmax
       # steps run one after another (side by side they ran out of the H200's 141 GB).
       (

@@ -26,10 +26,10 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shapes", default="4096x3000x2048,4096x3072x2048,4000x3000x2000", help="MxNxK, comma-separated")
     p.add_argument("--backend", default="cuda", choices=common.BACKENDS)
-    p.add_argument("--kernel", default="wgmma_tma")
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--samples", type=int, default=7)
-    p.add_argument("--json", default=None)
+    p.add_argument("--kernel", default="wgmma_tma", help="a kernel of --backend (default wgmma_tma, a CUDA kernel)")
+    p.add_argument("--dtype", default="bf16", help="one dtype (default bf16)")
+    p.add_argument("--samples", type=int, default=7, help="timed samples per point, one round (default 7)")
+    p.add_argument("--json", default=None, help="records file")
     return p.parse_args(argv)
 
 

@@ -35,12 +35,14 @@ DEFAULT_SLICES = {  # every count around what the rule picks, to both sides
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shapes", default="32x1048576,4x4194304", help="rows x cols, comma-separated")
-    p.add_argument("--dtype", default="fp32,bf16")
-    p.add_argument("--direction", default="fwd,bwd")
-    p.add_argument("--slices", default=None, help="counts to force, comma-separated (default: per shape)")
+    p.add_argument("--dtype", default="fp32,bf16", help="comma-separated dtypes (default fp32,bf16)")
+    p.add_argument("--direction", default="fwd,bwd", help="fwd and/or bwd, comma-separated (default fwd,bwd)")
+    p.add_argument("--slices", default=None,
+                   help="counts to force, comma-separated (default: 4-66 at 32x1048576, 24-132 at 4x4194304; any "
+                        "other shape times only the rule)")
     p.add_argument("--samples", type=int, default=5, help="timed samples of each point per round")
     p.add_argument("--rounds", type=int, default=3, help="rounds over the case's points, each in a rotated order")
-    p.add_argument("--json", default=None)
+    p.add_argument("--json", default=None, help="records file, rewritten after every case")
     p.add_argument("--plot", default=None, help="PNG: ratio to copy against the slice count, one panel per case")
     p.add_argument("--replot", default=None, metavar="JSON", help="draw a stored sweep (with --plot) and exit")
     return p.parse_args(argv)

@@ -32,9 +32,9 @@ CANDIDATES = ((128, 64, 128, 8, 4, 8), (128, 64, 128, 8, 4, 6), (64, 128, 128, 8
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shapes", default="128x8192x8192,1024x1024x16384,4000x3000x2000", help="MxNxK, comma-separated")
-    p.add_argument("--dtype", default="bf16,fp16")
-    p.add_argument("--samples", type=int, default=5)
-    p.add_argument("--json", default=None)
+    p.add_argument("--dtype", default="bf16,fp16", help="comma-separated dtypes (default bf16,fp16)")
+    p.add_argument("--samples", type=int, default=5, help="timed samples per config, one round (default 5)")
+    p.add_argument("--json", default=None, help="records file, rewritten after every shape and dtype")
     return p.parse_args(argv)
 
 
