@@ -223,6 +223,9 @@ def compiled_on_gpu(op, plan, dtype, shape):
         name = common.resolve_name(op, "triton", plan, dtype, shape, "cuda")
     except common.OpUnavailable as exc:
         return [], [f"triton part skipped: {exc}"]
+    refused = common.refusal(op, "triton", name, dtype, shape, "cuda")  # e.g. a CUDA-only --plan with --backend both
+    if refused:
+        return [], [f"triton part skipped: {name} refuses {common.shape_text(shape)}: {refused}"]
     functions = triton_functions(module)
     case = common.make_case(op, "triton", name, "fwd", dtype, shape, "cuda")
     case.launch()  # compiles and autotunes (the autotuner keeps its choice in its own cache)
