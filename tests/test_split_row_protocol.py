@@ -107,7 +107,7 @@ def run_protocol(rows, slices, chunks_per_slice, stages, seed, wait_for_exchange
 
 class SplitRowProtocolTest(unittest.TestCase):
     CASES = [  # rows, slices, chunks per slice, ring stages (6 since the forward's 32 KiB chunks; forward 12 before)
-        (5, 27, 1, 12),    # 5x70000-like: 135 tickets, slices far shorter than the ring
+        (5, 27, 1, 12),    # 5x70000 in v13's layout (18 slices of 16 KiB granules now): 135 tickets, short slices
         (37, 4, 8, 12),    # fp32 37x131072 forward: 148 tickets, 8-chunk slices
         (64, 6, 6, 6),     # session 6's hang: 1024x131072 backward at 6 slices, slice = ring
         (8, 16, 16, 12),   # fp32 32x1M forward: slices longer than the ring
