@@ -1,7 +1,8 @@
 """Shared helpers for the GPU tier (tests/test_gpu.py and the gpu_*_cases.py it imports).
 
-Without a GPU the GPU tests skip; with KERNEL_REQUIRE_GPU=1 they fail instead, so a GPU run can
-never pass by skipping.
+Without a GPU (or with TRITON_INTERPRET=1) the GPU test classes skip; with KERNEL_REQUIRE_GPU=1 they fail
+instead, and so do they when a backend is unavailable (without it they cover the backends that are). Single tests
+that need what a GPU lacks (wgmma_tma off Hopper) still skip, with the reason.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def gpu_unavailable_reason() -> str | None:
 
 
 class GpuTestCase(unittest.TestCase):
-    """Base class: skips without a GPU, or fails when KERNEL_REQUIRE_GPU=1."""
+    """Base class: skips without a GPU, or fails when KERNEL_REQUIRE_GPU=1 (then also when a backend is missing)."""
 
     @classmethod
     def setUpClass(cls):
@@ -40,9 +41,16 @@ class GpuTestCase(unittest.TestCase):
                 raise RuntimeError(f"KERNEL_REQUIRE_GPU=1 but backends unavailable: {missing}")
 
     def setUp(self):
-        # Fresh random inputs for every test: a different seed each run, printed on failure.
+        # Fresh random inputs for every test: a different seed each run (shortDescription names it).
         self.seed = int.from_bytes(os.urandom(4), "little")
         torch.manual_seed(self.seed)
+
+    def shortDescription(self):
+        """The docstring's first line and this run's seed: unittest prints it with every failure or error, so any
+        failing case can be rerun on the same inputs (torch.manual_seed(seed))."""
+        first = super().shortDescription()
+        seed = getattr(self, "seed", None)
+        return first if seed is None else f"{first or self._testMethodName} [seed {seed}]"
 
     def run_triton_untuned(self, forget_picks):
         """For this test: CUDA_PORTFOLIO_NO_TUNING=1 (the Triton tuners launch their table's or first fitting

@@ -2,7 +2,7 @@
 
     KERNEL_REQUIRE_GPU=1 python -m unittest tests.test_gpu -v     (or: python -m pytest tests/test_gpu.py)
 
-Without a GPU every test skips; with KERNEL_REQUIRE_GPU=1 they fail instead. The cases live in
+Without a GPU every test skips; with KERNEL_REQUIRE_GPU=1 they fail instead (tests/gpu_util.py says when else). The cases live in
 tests/gpu_*_cases.py, one file per op, and are gathered here.
 """
 from tests.gpu_copy_cases import *  # noqa: F401,F403

@@ -1,6 +1,7 @@
 """Thin wrapper over the pybind11 module: tensors in, pointers + sizes + strides + stream out.
 
-One file per op (copy.py, softmax.py, matmul.py); this file holds what they share.
+One file per op (copy.py, softmax.py, matmul.py); this file holds the stream, device and dtype helpers they share,
+_workspace.py the zeroed scratch pools of matmul and softmax.
 
 Launches go on torch's current stream for the tensor's device; the native side makes that
 device current for the launch (it links its own static CUDA runtime).

@@ -14,7 +14,8 @@ def copy_rows(src: torch.Tensor, dst: torch.Tensor) -> None:
 
 
 def copy_unmasked_negative_control(n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """DELIBERATELY BROKEN: the unmasked copy of n random float32 values that writes past the end of its output.
+    """DELIBERATELY BROKEN: the unmasked copy of n random float32 values that writes past the end of its output
+    when n is not a multiple of the 256-thread block (n = 1000 writes 24 elements past it).
 
     Exists only so that compute-sanitizer memcheck has an error to find (scripts/sanitizer_smoke.py
     --negative-control). Never use it for real work. Returns (src, dst) without synchronizing: the

@@ -1,11 +1,12 @@
 """Native GEMM launches (csrc/gemm/): the CUDA ladder naive -> smem_tiled -> register_blocked ->
 mma_sync -> wgmma_tma, each selectable by name, behind the matmul interface shared with
-triton_kernels/matmul.py: kernels(), choose_kernel(), check_kernel(), matmul().
+triton_kernels/matmul.py: kernels(), choose_kernel(), check_kernel(), kernel_config(), matmul().
 
 Operands go to the native module as pointer + strides. Versions 1-3 read any strides; mma_sync
 needs row-major operands and wgmma_tma one unit stride per operand, so for those the wrapper
-makes a contiguous copy of an operand whose layout they cannot read (alignment is not
-fixable by a copy: K or N not a multiple of 8 is refused with the reason).
+makes a contiguous copy of an operand whose layout they cannot read. Alignment is not fixed by a
+copy: a base pointer or row stride off 16 bytes, or K, M or N not a multiple of 8 where the kernel needs
+it, is refused with the reason (and "auto" takes a version that can run it).
 """
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ def _check_args(kernel: str, a: torch.Tensor, b: torch.Tensor, allow_tf32: bool)
 
 
 def check_kernel(kernel: str, a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> None:
-    """ValueError saying why `kernel` cannot compute a @ b here; None when it can."""
+    """ValueError saying why `kernel` cannot compute a @ b here; None when gemm_check accepts it (the launchers'
+    32-bit size limits are gemm()'s alone: csrc/gemm/gemm.h)."""
     names = kernels()
     if kernel not in names:
         raise ValueError(f"unknown cuda matmul kernel {kernel!r}; kernels: {', '.join(names)}")

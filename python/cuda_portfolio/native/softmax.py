@@ -38,7 +38,8 @@ def _device_index(device: torch.device) -> int:
 
 def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, direction: str = "fwd") -> str:
     """The plan the native backend expects to be fastest for this shape and direction ("fwd" or "bwd";
-    what plan='auto' runs). The long-row choice differs by direction; csrc/softmax/softmax.cu says why."""
+    what plan='auto' runs). The choice differs by direction at several row lengths (16-bit rows of 513-1024
+    columns, 16-bit backward rows up to 16384, long rows); csrc/softmax/softmax.cu says why."""
     return native_module().softmax_choose_plan(_dtype_name(dtype), rows, cols, _device_index(device), direction)
 
 
