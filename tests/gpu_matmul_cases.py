@@ -423,6 +423,32 @@ class MatmulGpuTest(GpuTestCase):
                 fn = torch.compile(lambda x, y: cp.matmul(x, y, backend=backend).float().relu(), fullgraph=True)
                 self.assertClose(fn(a, b), (a.double() @ b.double()).relu(), 1e-2, "compiled")
 
+    def test_graph_capture_of_an_untuned_triton_problem_class(self):
+        """cp.matmul captured in a CUDA graph before its Triton problem class was tuned (the tuner on, as users run
+        it): the capture times and synchronizes nothing (the kernel by the untuned rule, its first tile that fits),
+        caches no pick, and the replay matches float64; the first call outside the capture tunes the class."""
+        self.skip_if_caching_allocator_off("CUDA graph capture needs the caching allocator")
+        if "triton" not in self.backends:
+            self.skipTest("the triton backend is unavailable")
+        tm = backend_module("triton")
+        a, b = self.operand(256, 512, torch.bfloat16), self.operand(512, 384, torch.bfloat16)
+        reference = a.double() @ b.double()
+        cp.matmul(a, b, backend="triton")  # untuned (setUp): compiles what the capture will launch
+        clear_triton_tuning()
+        with mock.patch.dict(os.environ):
+            os.environ.pop("CUDA_PORTFOLIO_NO_TUNING", None)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                captured = cp.matmul(a, b, backend="triton")
+            self.assertEqual((tm._TUNED, tm._CHOSEN), ({}, {}), "a pick was cached inside the capture")
+            for i in range(2):
+                captured.fill_(float("nan"))
+                graph.replay()
+                torch.cuda.synchronize()
+                self.assertClose(captured, reference, TOLERANCE[torch.bfloat16], f"graph replay {i}")
+            self.assertClose(cp.matmul(a, b, backend="triton"), reference, TOLERANCE[torch.bfloat16], "after")
+            self.assertTrue(tm._CHOSEN and tm._TUNED, "the first call outside the capture did not tune the class")
+
     def test_empty_and_cpu_refusal(self):
         out = cp.matmul(torch.randn(5, 0, device="cuda"), torch.randn(0, 3, device="cuda"))
         self.assertTrue(torch.equal(out, torch.zeros(5, 3, device="cuda")))

@@ -760,6 +760,20 @@ class SoftmaxApiTest(unittest.TestCase):
                     self.assertLessEqual(relative_error(grad_x, ref_x), tol)
                     self.assertLessEqual(relative_error(grad_w, ref_w), tol)
 
+    def test_autocast_region_keeps_the_input_dtype(self):
+        """Inside torch.autocast cp.softmax keeps its input's dtype and values (the README says how torch's CUDA
+        autocast differs), forward and backward."""
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                x = torch.randn(6, 37).to(dtype).requires_grad_()
+                outside = cp.softmax(x.detach(), backend="triton")
+                with torch.autocast("cpu", dtype=torch.bfloat16 if dtype == torch.float32 else torch.float16):
+                    y = cp.softmax(x, backend="triton")
+                self.assertEqual(y.dtype, dtype)
+                self.assertTrue(torch.equal(y.detach(), outside))
+                y.float().sum().backward()
+                self.assertEqual(x.grad.dtype, dtype)
+
     @unittest.skipUnless(hasattr(softmax_fwd, "register_vmap"), "torch < 2.5: custom ops have no register_vmap")
     def test_vmap_runs_the_batch_in_one_launch(self):
         """torch.func.vmap over cp.softmax (and the backward op, one operand unbatched): the batch becomes more rows

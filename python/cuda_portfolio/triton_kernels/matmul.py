@@ -282,7 +282,7 @@ def choose_kernel(a: torch.Tensor, b: torch.Tensor, allow_tf32: bool) -> str:
     a, b = _with_unit_stride(a), _with_unit_stride(b)
     if not a.is_cuda or _tma_problem(a, b) is not None:
         return "tiled"
-    if tuning_off():
+    if tuning_off() or torch.cuda.is_current_stream_capturing():  # a capture times nothing: the rule, uncached
         big_tile = PERSISTENT_CONFIGS[0]
         tiles = triton.cdiv(a.shape[0], big_tile.block_m) * triton.cdiv(b.shape[1], big_tile.block_n)
         return "persistent_tma" if tiles >= _num_sms(a) else "tiled"
@@ -378,7 +378,9 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     its first call times every config (tuning.fastest: interleaved rounds of cold-L2 launches; it synchronizes)
     and caches the winner. Under the interpreter timing means nothing: the first config that fits is used; the
     same with CUDA_PORTFOLIO_NO_TUNING=1, for runs whose timing means nothing either (under
-    compute-sanitizer, where the timing's repeated launches and cache flushes would dominate).
+    compute-sanitizer, where the timing's repeated launches and cache flushes would dominate). Inside a CUDA-graph
+    capture, where nothing can be timed or synchronized, the first config that fits is launched there (the one launch
+    the graph records) and not cached, so the first call outside a capture tunes the class.
     """
     m, k = a.shape
     n = b.shape[1]
@@ -394,6 +396,9 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     if not a.is_cuda:
         return launcher(configs[0])
     key = _problem_class(kernel, a, b, allow_tf32)
+    if key not in _TUNED and torch.cuda.is_current_stream_capturing():
+        first_that_fits(configs, launcher, "matmul tile config")
+        return lambda: None
     if key not in _TUNED:
         if tuning_off():
             _TUNED[key] = first_that_fits(configs, launcher, "matmul tile config")
