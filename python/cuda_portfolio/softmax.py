@@ -31,12 +31,14 @@ def softmax_plans(backend: str) -> list[str]:
 
 def choose_backend(x: torch.Tensor) -> str:
     """backend="auto": the native backend where it can run, else Triton (resolve_backend's order).
- From results/h200/softmax.json (H200, eb352bd, both backends' auto plans in one run, 20 cells per dtype): Triton's time
-    over the native one's is 1.028 (fp32) and 1.025 (bf16) as a geometric mean; the native backend is 1.09-1.17x faster
-    at 4x4M, 32x1M (fp32 backward, bf16 forward), 2048x50257 (fp32 forward, bf16 backward) and bf16 4096x32768 forward,
-    Triton 1.09x faster at bf16 256x262144 forward and at most 1.04x anywhere else. (Session 1's run had sent 16-bit
-    types to Triton, when the native 16-bit kernels read 0.38-0.52x of copy.) fp16 runs the bf16 code paths and was not
-    in that run. Re-measure and revisit when either backend's kernels change."""
+
+    From results/h200/softmax.json (H200, eb352bd, both backends' auto plans in one run, 20 cells per dtype):
+    Triton's time over the native one's is 1.028 (fp32) and 1.025 (bf16) as a geometric mean; the native backend is
+    1.09-1.17x faster at 4x4M, 32x1M (fp32 backward, bf16 forward), 2048x50257 (fp32 forward, bf16 backward) and
+    bf16 4096x32768 forward, Triton 1.09x faster at bf16 256x262144 forward and at most 1.04x anywhere else.
+    (Session 1's run had sent 16-bit types to Triton, when the native 16-bit kernels read 0.38-0.52x of copy.) fp16
+    runs the bf16 code paths and was not in that run. Re-measure and revisit when either backend's kernels
+    change."""
     return resolve_backend("auto", x, "softmax")
 
 

@@ -181,12 +181,11 @@ def render_rounds(doc: dict, path: str, match: str | None = None) -> None:
             if not ratios:
                 continue
             color = colors[provider_label(r)]
-            of_medians = reference["time_ms"]["median"] / r["time_ms"]["median"]
+            paired, of_medians = time_ratio(reference, r), reference["time_ms"]["median"] / r["time_ms"]["median"]
             bottom.plot(range(1, len(ratios) + 1), ratios, marker="o", markersize=3, color=color,
                         linestyle=LINE_STYLE.get(r["kind"], "-"),
-                        label=f"{provider_label(r)}: paired {time_ratio(reference, r):.3f}x, "
-                              f"of medians {of_medians:.3f}x")
-            bottom.axhline(time_ratio(reference, r), color=color, linewidth=0.8, alpha=0.6)
+                        label=f"{provider_label(r)}: paired {paired:.3f}x, of medians {of_medians:.3f}x")
+            bottom.axhline(paired, color=color, linewidth=0.8, alpha=0.6)
         bottom.axhline(1.0, color="black", linewidth=0.8, linestyle=":")
         bottom.set_ylabel(f"x {reference['provider']} in the round")
         bottom.set_xlabel("round (every provider timed once per round, order rotated)")

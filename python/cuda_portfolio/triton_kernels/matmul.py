@@ -396,10 +396,10 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     if not a.is_cuda:
         return launcher(configs[0])
     key = _problem_class(kernel, a, b, allow_tf32)
-    if key not in _TUNED and torch.cuda.is_current_stream_capturing():
-        first_that_fits(configs, launcher, "matmul tile config")
-        return lambda: None
     if key not in _TUNED:
+        if torch.cuda.is_current_stream_capturing():
+            first_that_fits(configs, launcher, "matmul tile config")  # the capture's one launch
+            return lambda: None
         if tuning_off():
             _TUNED[key] = first_that_fits(configs, launcher, "matmul tile config")
         else:
