@@ -1,5 +1,6 @@
 """CPU tier: every prepared patch in docs/next/ applies to the tree, alone or on top of another patch there (a
-stacked one, as docs/next/README.md says), and docs/next/README.md names each of them.
+stacked one, as docs/next/README.md says), docs/next/README.md names each of them, and its order for the next
+device session names only patches that are queued.
 
 The next GPU session runs them through scripts/ab_patch.sh, which refuses a patch that does not apply; an edit to
 the lines around a patch (even a comment) would otherwise cost that session its device time. Rebase a failing
@@ -7,6 +8,7 @@ patch with `git apply -3 docs/next/<patch>` on a clean tree, resolve, and write 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -45,6 +47,16 @@ class QueuedPatchesTest(unittest.TestCase):
         readme = (NEXT / "README.md").read_text(encoding="utf-8")
         unnamed = [p.name for p in sorted(NEXT.glob("*.patch")) if f"`{p.name}`" not in readme]
         self.assertEqual(unnamed, [], "docs/next patches that docs/next/README.md does not describe")
+
+    def test_the_device_plan_names_only_queued_patches(self):
+        """The README's order for the next device session (its numbered list) runs patches that are in docs/next."""
+        readme = (NEXT / "README.md").read_text(encoding="utf-8")
+        plan = re.search(r"^The order for the next device session.*?\n\n", readme, re.S | re.M)
+        self.assertIsNotNone(plan, "docs/next/README.md has no device plan")
+        named = set(re.findall(r"`([\w.-]+\.patch)`", plan.group(0)))
+        self.assertGreater(len(named), 0)
+        self.assertEqual(sorted(n for n in named if not (NEXT / n).exists()), [],
+                         "the device plan names patches that are not queued in docs/next")
 
 
 if __name__ == "__main__":
