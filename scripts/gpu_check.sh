@@ -7,8 +7,8 @@
 # The GPU test modules (tests/gpu_*_cases.py, the same tests tests/test_gpu.py gathers) run as
 # parallel processes beside `cuda_portfolio --test-only`, which cuts the wall time from the sum
 # to the longest (matmul, ~4 min on an H200); SERIAL=1 runs `python -m unittest tests.test_gpu`
-# in one process instead. The benchmark runs last, alone on the GPU; BENCH=0 skips it (the tier
-# alone: perf log, "Session 36 on the H200", lost the tests' summary to a time limit in the benchmark).
+# in one process instead. The benchmark runs last, alone on the GPU; BENCH=0 skips it, for the tier
+# alone under a time limit (perf log, "Session 36 on the H200": the benchmark ran into one there).
 # Each step has a time limit in seconds (STEP_TIMEOUT, default 600) so a hang cannot eat the machine.
 # It builds for the GPU present (CUDA_PORTFOLIO_CUDA_ARCHS=native unless set).
 # PYTHON names the interpreter (default python3).
