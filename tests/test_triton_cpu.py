@@ -9,6 +9,7 @@ import unittest
 from pathlib import Path
 
 import torch
+import triton
 
 import cuda_portfolio as cp
 from cuda_portfolio._backends import triton_interpreting
@@ -111,6 +112,28 @@ KNOWN_TRITON_SOFTMAX_SPILLS = {"softmax_fwd_block_per_row_kernel", "softmax_bwd_
 # (docs/perf-log.md), 0-8 with the 32 KiB chunks since session 28 (fp32 aligned 8, the others 0), 0 with the 16-bit
 # quarter tiles since session 29. More than this bound would be a new spill.
 HELD_SPLIT_ROW_FORWARD_SPILL_BYTES = 24
+# Spills that Triton releases after 3.6 (the H200's: every result under results/ was measured with it) add in kernels
+# 3.6 compiles without one, as {(major, minor): {(kernel, held, dtype, aligned): bytes at most}}. Found in session 62
+# (sm_90a, each release's own ptxas) and located in the SASS; none of these builds has run on a GPU.
+# - 3.7 (PyTorch 2.12 and 2.13 pin 3.7.0 / 3.7.1): the fp32 plain split_row backward of unaligned rows, 8 bytes from
+#   3.7's PTX (3.6's ptxas spills them too): two words stored once per program before the job loop and loaded once
+#   per job after the row exchange, outside the tile loops.
+# - 3.8 and 3.9: the held 16-bit split_row forward of 16-byte rows, 36 bytes (8192-column chunks, 4 warps) and 44
+#   (16384, 8 warps), from their PTX under their ptxas (12.9, 13.4); 3.6's ptxas (12.8) compiles the same PTX, and
+#   theirs 3.6's PTX, without a spill. About ten words of pass 2, stored and reloaded once per job after the exchange.
+_HELD_16BIT_FORWARD_SPILLS = {("softmax_fwd_split_row_kernel", True, dtype, True): 44
+                              for dtype in ("torch.float16", "torch.bfloat16")}
+NEWER_TRITON_SOFTMAX_SPILLS = {
+    (3, 7): {("softmax_bwd_split_row_kernel", False, "torch.float32", False): 8},
+    (3, 8): _HELD_16BIT_FORWARD_SPILLS,
+    (3, 9): _HELD_16BIT_FORWARD_SPILLS,
+}
+
+
+def triton_release() -> tuple[int, int]:
+    """(major, minor) of the installed Triton."""
+    major, minor = triton.__version__.split(".")[:2]
+    return int(major), int(minor)
 
 
 class TritonSoftmaxSpillTest(unittest.TestCase):
@@ -127,10 +150,14 @@ class TritonSoftmaxSpillTest(unittest.TestCase):
         self.assertEqual(len(results), sum(len(spec.specializations) for dtype in (torch.float32, torch.float16,
                                                                                     torch.bfloat16)
                                            for spec in softmax_aot_specs(dtype)))
+        newer_release_spills = NEWER_TRITON_SOFTMAX_SPILLS.get(triton_release(), {})
         for item in results:
             with self.subTest(**item):
                 self.assertIsNotNone(item["spill"], "no ptxas -v line")
-                if item["name"] == "softmax_fwd_split_row_kernel" and item["held"]:
+                allowed = newer_release_spills.get((item["name"], item["held"], item["dtype"], item["aligned"]))
+                if allowed is not None:
+                    self.assertLessEqual(max(item["spill"]), allowed)
+                elif item["name"] == "softmax_fwd_split_row_kernel" and item["held"]:
                     self.assertLessEqual(max(item["spill"]), HELD_SPLIT_ROW_FORWARD_SPILL_BYTES)
                 elif item["name"] not in KNOWN_TRITON_SOFTMAX_SPILLS:
                     self.assertEqual(item["spill"], [0, 0])
