@@ -51,6 +51,21 @@ class TritonSourceTest(unittest.TestCase):
                               and call.func.id in ("min", "max")]
         self.assertEqual(found, [], "a constexpr bound computed with min()/max() (Triton 3.4 cannot compile it)")
 
+    def test_every_launch_passes_the_launch_options(self):
+        """Every kernel launch (`name_kernel[grid](...)`) passes **LAUNCH_OPTIONS, so none compiles under a Triton
+        default the kernels were not measured with (fp contraction: 3.9 warns its default turns off in 3.10)."""
+        kernels = Path(__file__).resolve().parent.parent / "python" / "cuda_portfolio" / "triton_kernels"
+        launches, missing = 0, []
+        for path in sorted(kernels.glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id.endswith("_kernel")):
+                    launches += 1
+                    if not any(kw.arg is None and ast.unparse(kw.value) == "LAUNCH_OPTIONS" for kw in node.keywords):
+                        missing.append(f"{path.name}:{node.lineno}")
+        self.assertGreaterEqual(launches, 12)
+        self.assertEqual(missing, [], "kernel launches without **LAUNCH_OPTIONS")
+
 
 AOT_SCRIPT = r"""
 import json, sys, torch
@@ -60,6 +75,7 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16):
     for spec in aot.all_specs(dtype):
         k = aot.compile_spec(spec, "sm_90a")
         out.append({"name": spec.name, "dtype": str(dtype), "stages": sorted(k.asm),
+                "fp_fusion": k.metadata.enable_fp_fusion,
                     "target": [l for l in k.asm["ptx"].splitlines() if l.startswith(".target")],
                     "cubin_bytes": len(k.asm["cubin"])})
 json.dump(out, sys.stdout)
@@ -79,6 +95,7 @@ class TritonAheadOfTimeTest(unittest.TestCase):
             for stage in ("ttir", "ttgir", "llir", "ptx", "cubin"):
                 self.assertIn(stage, item["stages"], item["name"])
             self.assertGreater(item["cubin_bytes"], 0)
+            self.assertTrue(item["fp_fusion"], item["name"])  # LAUNCH_OPTIONS reached the compiler
 
 
 SPILL_SCRIPT = r"""

@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import torch
 
+from . import LAUNCH_OPTIONS
+
 OP_MODULES = ("copy", "softmax", "matmul",)
 TRITON_DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
@@ -57,7 +59,8 @@ def compile_spec(spec: AotSpec, arch: str = "sm_90a", aligned: bool = False):
     divisible = pointer_args + (integer_args(spec) if aligned else [])
     attrs = {(i,): [["tt.divisibility", 16]] for i in divisible}
     source = ASTSource(fn=spec.fn, signature=spec.signature, constexprs=spec.constexprs, attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", capability, warp_size), options=dict(spec.options))
+    return triton.compile(source, target=GPUTarget("cuda", capability, warp_size),
+                          options={**LAUNCH_OPTIONS, **spec.options})
 
 
 def ptxas_path(arch: str = "sm_90a") -> str:

@@ -7,6 +7,8 @@ import torch
 import triton
 import triton.language as tl
 
+from . import LAUNCH_OPTIONS
+
 
 @triton.jit
 def copy_rows_kernel(src, dst, cols, src_row_stride, dst_row_stride, col_blocks, BLOCK: tl.constexpr):
@@ -22,7 +24,8 @@ def copy_rows(src: torch.Tensor, dst: torch.Tensor, src_row_stride: int, dst_row
     rows, cols = src.shape
     block = min(4096, triton.next_power_of_2(cols))
     col_blocks = triton.cdiv(cols, block)
-    copy_rows_kernel[(rows * col_blocks,)](src, dst, cols, src_row_stride, dst_row_stride, col_blocks, BLOCK=block)
+    copy_rows_kernel[(rows * col_blocks,)](src, dst, cols, src_row_stride, dst_row_stride, col_blocks, BLOCK=block,
+                                           **LAUNCH_OPTIONS)
 
 
 def aot_specs(dtype: torch.dtype):

@@ -32,6 +32,7 @@ import triton
 import triton.language as tl
 
 from .._backends import triton_interpreting
+from . import LAUNCH_OPTIONS
 from .tuning import fastest, first_that_fits, tuning_off
 
 KERNELS = ("tiled", "persistent_tma")
@@ -329,10 +330,12 @@ def launch_tiled(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Ti
         a, b, target, m, n, k, la.lead_stride // align, lb.lead_stride // align, n // align, m * n // align, k_tiles_per_split,
         A_K_CONTIGUOUS=la.inner_is_last, B_N_CONTIGUOUS=lb.inner_is_last, ALIGN=align,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
-        PRECISION=precision(a.dtype, allow_tf32), num_warps=config.num_warps, num_stages=config.num_stages)
+        PRECISION=precision(a.dtype, allow_tf32), num_warps=config.num_warps, num_stages=config.num_stages,
+        **LAUNCH_OPTIONS)
     if split_k > 1:
         block = 1024
-        sum_splits_kernel[(triton.cdiv(m * n, block),)](target, out, m * n, SPLIT_K=split_k, BLOCK=block)
+        sum_splits_kernel[(triton.cdiv(m * n, block),)](target, out, m * n, SPLIT_K=split_k, BLOCK=block,
+                                                         **LAUNCH_OPTIONS)
 
 
 def _descriptor(t: torch.Tensor, layout: Layout, block_rows: int, block_cols: int):
@@ -360,7 +363,7 @@ def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c
         a_desc, b_desc, c_desc, m, n, k, A_K_CONTIGUOUS=la.inner_is_last, B_N_CONTIGUOUS=lb.inner_is_last,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
         NUM_PROGRAMS=programs, PRECISION=precision(a.dtype, allow_tf32), num_warps=config.num_warps,
-        num_stages=config.num_stages)
+        num_stages=config.num_stages, **LAUNCH_OPTIONS)
 
 
 def _bucket(x: int) -> int:

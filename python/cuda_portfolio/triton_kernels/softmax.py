@@ -100,6 +100,7 @@ import triton
 import triton.language as tl
 
 from .._backends import triton_interpreting
+from . import LAUNCH_OPTIONS
 from .tuning import fastest, tuning_off
 
 PLANS = ("warp_per_row", "block_per_row", "block_online", "split_row")
@@ -1434,18 +1435,19 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
     if plan == "warp_per_row":
         softmax_fwd_warp_per_row_kernel[(triton.cdiv(rows, config.rows),)](
             x2d, y2d, rows, cols, x_stride, y_stride, ROWS=config.rows, BLOCK_N=config.block_n,
-            num_warps=config.num_warps)
+            num_warps=config.num_warps, **LAUNCH_OPTIONS)
     elif plan == "block_per_row":
         grid = (_persistent_programs(rows, config, x2d.device, 0) if config.prefetch else rows,)
         softmax_fwd_block_per_row_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
                                                PREFETCH=config.prefetch, LOAD_HINT=config.load_hint, EDGES=edges,
                                                num_warps=config.num_warps,
-                                               maxnreg=_forward_maxnreg(config, x2d.element_size(), edges))
+                                               maxnreg=_forward_maxnreg(config, x2d.element_size(), edges),
+                                               **LAUNCH_OPTIONS)
     elif plan == "block_online":
         grid = (_block_online_programs(rows, config, x2d.device, cols * x2d.element_size()),)
         softmax_fwd_block_online_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
                                               THREADS=32 * config.num_warps, EDGES=edges,
-                                              num_warps=config.num_warps, maxnreg=config.maxnreg)
+                                              num_warps=config.num_warps, maxnreg=config.maxnreg, **LAUNCH_OPTIONS)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, x2d.element_size(), config, x2d.device)
         counters = _counters(rows, x2d.device)  # zero; the kernel leaves it zero (split_row comment above _take_ticket)
@@ -1454,7 +1456,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
         softmax_fwd_split_row_kernel[(programs,)](
             x2d, y2d, part_max, part_sum, counters, cols, x_stride, y_stride, chunks, chunk_cols, rows * chunks,
             BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), THREADS=32 * config.num_warps,
-            EDGES=edges, HELD=config.held, num_warps=config.num_warps, maxnreg=config.maxnreg)
+            EDGES=edges, HELD=config.held, num_warps=config.num_warps, maxnreg=config.maxnreg, **LAUNCH_OPTIONS)
 
 
 def rows_aligned(tensors, cols: int) -> bool:
@@ -1505,16 +1507,17 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
     if plan == "warp_per_row":
         softmax_bwd_warp_per_row_kernel[(triton.cdiv(rows, config.rows),)](
             y2d, dy2d, dx2d, rows, cols, *strides, ROWS=config.rows, BLOCK_N=config.block_n,
-            num_warps=config.num_warps)
+            num_warps=config.num_warps, **LAUNCH_OPTIONS)
     elif plan == "block_per_row":
         softmax_bwd_block_per_row_kernel[(rows,)](y2d, dy2d, dx2d, cols, *strides, BLOCK_N=config.block_n,
-                                               EDGES=edges, num_warps=config.num_warps, maxnreg=config.maxnreg)
+                                               EDGES=edges, num_warps=config.num_warps, maxnreg=config.maxnreg,
+                                               **LAUNCH_OPTIONS)
     elif plan == "block_online":
         grid = (_block_online_programs(rows, config, y2d.device, 2 * cols * y2d.element_size()),)
         softmax_bwd_block_online_kernel[grid](y2d, dy2d, dx2d, rows, cols, *strides, BLOCK_N=config.block_n,
                                               STAGES=config.stages, STREAM_STORES=config.stream_stores,
                                               EDGES=edges,
-                                              num_warps=config.num_warps, maxnreg=config.maxnreg)
+                                              num_warps=config.num_warps, maxnreg=config.maxnreg, **LAUNCH_OPTIONS)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, 2 * y2d.element_size(), config, y2d.device)
         counters = _counters(rows, y2d.device)  # as the forward's
@@ -1523,7 +1526,7 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
             y2d, dy2d, dx2d, part_dot, counters, cols, *strides, chunks, chunk_cols, rows * chunks,
             BLOCK_N=config.block_n, STAGES=config.stages, CHUNKS_P2=triton.next_power_of_2(chunks),
             STREAM_STORES=config.stream_stores, EDGES=edges, HELD=config.held,
-            num_warps=config.num_warps, maxnreg=config.maxnreg)
+            num_warps=config.num_warps, maxnreg=config.maxnreg, **LAUNCH_OPTIONS)
 
 
 def aot_specs(dtype: torch.dtype):
