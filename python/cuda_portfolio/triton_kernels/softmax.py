@@ -947,9 +947,10 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         rows = max(1, min(128, 4096 // cols_p2))
         return LaunchConfig(cols_p2, 4 if rows * cols_p2 <= 2048 else 8, rows)
     if plan == "block_per_row":
-        # 16-bit forward rows of 32768: one 32-warp program per SM holds the row (63 registers), so
-        # nothing overlaps its reductions and stores; a second row in flight fits in 64 registers
-        # without spilling (ptxas, sm_90a; fp32 spills 104 bytes), hence the prefetching persistent form.
+        # 16-bit forward rows of 32768: one 32-warp program per SM holds the row (62-63 registers), so
+        # nothing overlaps its reductions and stores; a second row in flight fits in 64 registers (Triton 3.6's
+        # ptxas, sm_90a: bf16 16-byte rows without spilling, fp16 ones 4 bytes, EDGES rows 53 registers, the
+        # unaligned kernel without EDGES 76 bytes; fp32 104 bytes), hence the prefetching persistent form.
         # Plain loads, except the prefetching form's (kept on evict_first, perf log session 16): evict_first cost 4-12%
         # of copy at 4096^2..4096x32768, except 16-bit forward rows of 4096 (the tuner times both). The backward stops
         # at 16 warps: without the hint, 32-warp programs at 32768 columns fell to 0.73-0.96 of copy where 16 warps
@@ -1398,14 +1399,16 @@ def forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str) -> None:
     _launch_forward(x2d, y2d, plan, config, edges)
 
 
-# block_per_row's EDGES forward holds a row as split_row holds a chunk, and ptxas (sm_90a) gives it 59-64 registers
-# where the 16-byte kernel takes 22-34: an SM holds one 32-warp program at 16-bit 16384 columns instead of two, two
-# 16-warp programs at 8192 instead of three or four (bf16 4096x16001 read 0.47 of copy against 4096x16000's 0.92,
-# perf log, session 50). Capped at the 16-byte kernel's residency, no spills: 16-bit rows 32 registers at 16 warps
-# (four programs; it fits since the row runs without its loop, d33ce7d) and at 32 (two); fp32 rows 40 at 16 warps
-# (three: they spill 20 bytes at 32, 4 at 36). fp32's 32-warp program takes 32 uncapped (capped at 32 it spills 8
-# bytes), so it keeps none. Measured (perf log, sessions 52 and 54): bf16 4096x16001 0.46 -> 0.65, fp32 4096x5001
-# 0.71 -> 0.88; the 16-bit 16-warp cap from 40 to 32, bf16 4096x8001 0.82 -> 0.92.
+# block_per_row's EDGES forward holds a row as split_row holds a chunk. When it came (perf log, session 50) ptxas
+# (sm_90a) gave it 59-64 registers where the 16-byte kernel takes 22-34: an SM held one 32-warp program at 16-bit
+# 16384 columns instead of two, two 16-warp programs at 8192 instead of three or four (bf16 4096x16001 read 0.47 of
+# copy against 4096x16000's 0.92). So it is capped at the 16-byte kernel's residency: 16-bit rows 32 registers at 16
+# warps (four programs) and at 32 (two), fp32 rows 40 at 16 warps (three); fp32's 32-warp program keeps none.
+# Measured (perf log, sessions 52 and 54): bf16 4096x16001 0.46 -> 0.65, fp32 4096x5001 0.71 -> 0.88; the 16-bit
+# 16-warp cap from 40 to 32, bf16 4096x8001 0.82 -> 0.92. The kernel has since shrunk (Triton 3.6's ptxas, sessions
+# 58 and 62): uncapped, 16-bit rows take 39 registers at 16 warps and 32 at 32, fp32 rows 40 at 16 warps (capped at
+# 32 they spill 40 bytes, at 36 8) and 32 at 32 (none capped at 32). Only the (2, 16) cap still changes the kernel
+# (39 -> 32, no spill); the others hold the residency ptxas now gives uncapped.
 EDGES_FORWARD_MAXNREG = {(2, 16): 32, (2, 32): 32, (4, 16): 40}  # (element size, warps) -> registers per thread
 # The three-quarter tiles (16-bit, block_per_row_tile) at their table's warps hold 24 elements per thread: 40
 # registers without spilling (at 32, 18 bytes), so an SM holds three 16-warp programs of 12288 columns where it holds
