@@ -137,7 +137,7 @@ json.dump(out, sys.stdout)
 KNOWN_TRITON_SOFTMAX_SPILLS = {"softmax_fwd_block_per_row_kernel", "softmax_bwd_block_per_row_kernel"}
 # split_row's held forward keeps its chunk in 32 registers per thread under its 64-register cap, and ptxas may spill
 # a few words, stored before the row exchange and loaded after it: 8-24 bytes with session 27's 64 KiB chunks
-# (docs/perf-log.md), 0-8 with the 32 KiB chunks since session 28 (fp32 aligned 8, the others 0), 0 with the 16-bit
+# (docs/perf-log.md), 0-12 with the 32 KiB chunks since session 28 (fp32: 16-byte 8, EDGES 12), 0 with the 16-bit
 # quarter tiles since session 29. More than this bound would be a new spill.
 HELD_SPLIT_ROW_FORWARD_SPILL_BYTES = 24
 # Spills that Triton releases after 3.6 (the H200's: every result under results/ was measured with it) add in kernels
