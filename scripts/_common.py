@@ -1,5 +1,5 @@
-"""Helpers shared by the scripts in this folder (inspect_kernel, profile_kernel, sanitizer_smoke, sass_stalls,
-compare_backends, the sweeps). The package never imports this module; it only uses the package.
+"""Helpers shared by the scripts in this folder (inspect_kernel, triton_census, profile_kernel, sanitizer_smoke,
+sass_stalls, compare_backends, the sweeps). The package never imports this module; it only uses the package.
 
 What runs is discovered, never listed here: plan/kernel names come from the public API
 (cp.softmax_plans / cp.matmul_kernels), shape limits from each backend's check_plan/check_kernel.
@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -572,3 +573,35 @@ def validate_line(op: str, backend: str, name: str, dtype: torch.dtype, shape: t
         return f"{backend}: not validated: {exc}"
     where = torch.cuda.get_device_name() if str(device).startswith("cuda") else "CPU"
     return f"{backend}: {'validated' if passed else 'WRONG RESULT'} on {where}: {case.label} {detail}"
+
+
+def sass_functions(text: str) -> dict:
+    """{function: [(offset, instruction)]} from cuobjdump -sass output (predicates kept, encodings dropped)."""
+    functions, current = {}, None
+    for line in text.splitlines():
+        header = re.match(r"\s*Function : (\S+)", line)
+        if header:
+            current = functions.setdefault(header.group(1), [])
+            continue
+        instruction = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+        if current is not None and instruction:
+            current.append((int(instruction.group(1), 16), instruction.group(2)))
+    return functions
+
+
+def cubin_resources(cubin: Path) -> dict:
+    """{function: {"REG": n, "SHARED": bytes, "LOCAL": bytes, "STACK": bytes}} from cuobjdump -res-usage."""
+    tool = find_tool("cuobjdump")
+    if tool is None:
+        return {}
+    text = subprocess.run([tool, "-res-usage", str(cubin)], capture_output=True, text=True).stdout
+    found, current = {}, None
+    for line in text.splitlines():
+        header = re.match(r"\s*Function (\S+):", line)
+        if header:
+            current = header.group(1)
+            continue
+        if current and "REG:" in line:
+            found[current] = {k: int(v) for k, v in re.findall(r"(\w+):(\d+)", line)}
+            current = None
+    return found

@@ -180,7 +180,7 @@ def inspect_triton(op, plan, dtype, shape, arch, out: Path, on_gpu):
             path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data)
         cubin = out / f"{base}.cubin"
         problems += write_sass(cubin, out / f"{base}.sass")
-        resources = cubin_resources(cubin).get(kernel.name, {})
+        resources = common.cubin_resources(cubin).get(kernel.name, {})
         loops = sass_mma_loops(out / f"{base}.sass")
         spills = ptxas_spills(out / f"{base}.ptx", arch)
         meta = kernel.metadata
@@ -313,7 +313,7 @@ def inspect_cuda(op, dtype, arch, arch_digits, out: Path):
         spills = parse_ptxas_verbose((out / f"{source.stem}.ptxas.txt").read_text())
         loops = sass_mma_loops(out / f"{source.stem}.sass")
         threads = ptx_threads_per_block((out / f"{source.stem}.ptx").read_text())
-        for mangled, res in cubin_resources(cubin).items():
+        for mangled, res in common.cubin_resources(cubin).items():
             readable = demangle(mangled)
             if not mentions_dtype(short_name(readable), dtype):
                 continue
@@ -395,20 +395,6 @@ def write_sass(cubin: Path, sass: Path) -> list[str]:
     return [f"no SASS for {cubin.name}: neither cuobjdump nor nvdisasm found or worked"]
 
 
-def sass_functions(text: str) -> dict:
-    """{function: [(offset, instruction)]} from cuobjdump -sass output (predicates kept, encodings dropped)."""
-    functions, current = {}, None
-    for line in text.splitlines():
-        header = re.match(r"\s*Function : (\S+)", line)
-        if header:
-            current = functions.setdefault(header.group(1), [])
-            continue
-        instruction = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
-        if current is not None and instruction:
-            current.append((int(instruction.group(1), 16), instruction.group(2)))
-    return functions
-
-
 def mma_loop(instructions: list) -> dict | None:
     """The innermost loop (a backward branch and the code it jumps back over) holding an HGMMA: its span, its
     instructions and its HGMMAs; None where no loop holds one."""
@@ -428,26 +414,8 @@ def sass_mma_loops(sass: Path) -> dict:
     """{function: mma_loop} for the functions of a SASS file that loop around wgmma ({} without the file)."""
     if not sass.exists():
         return {}
-    loops = {name: mma_loop(body) for name, body in sass_functions(sass.read_text()).items()}
+    loops = {name: mma_loop(body) for name, body in common.sass_functions(sass.read_text()).items()}
     return {name: loop for name, loop in loops.items() if loop}
-
-
-def cubin_resources(cubin: Path) -> dict:
-    """{function: {"REG": n, "SHARED": bytes, "LOCAL": bytes, "STACK": bytes}} from cuobjdump -res-usage."""
-    tool = common.find_tool("cuobjdump")
-    if tool is None:
-        return {}
-    text = subprocess.run([tool, "-res-usage", str(cubin)], capture_output=True, text=True).stdout
-    found, current = {}, None
-    for line in text.splitlines():
-        header = re.match(r"\s*Function (\S+):", line)
-        if header:
-            current = header.group(1)
-            continue
-        if current and "REG:" in line:
-            found[current] = {k: int(v) for k, v in re.findall(r"(\w+):(\d+)", line)}
-            current = None
-    return found
 
 
 def local_bytes(resources: dict):

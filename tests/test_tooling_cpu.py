@@ -85,7 +85,7 @@ def triton_op_compiles_ahead_of_time(op):
 class ScriptHelpTest(unittest.TestCase):
     def test_every_script_has_help_without_a_gpu(self):
         for script in ("inspect_kernel.py", "profile_kernel.py", "sanitizer_smoke.py", "compare_backends.py",
-                       "sass_stalls.py", "clock_under_load.py"):
+                       "sass_stalls.py", "clock_under_load.py", "triton_census.py"):
             with self.subTest(script=script):
                 r = run_script(script, "--help", timeout=120)
                 self.assertEqual(r.returncode, 0, r.stderr)
@@ -96,6 +96,43 @@ class ScriptHelpTest(unittest.TestCase):
         r = run_script("profile_kernel.py", "--op", "matmul", "--shape", "10x10", timeout=120)
         self.assertEqual(r.returncode, 2)
         self.assertIn("MxNxK", r.stderr)
+
+
+class TritonCensusTest(unittest.TestCase):
+    def test_census_of_the_copy_kernel_and_its_comparison(self):
+        """Each configuration in each specialization it launches in, with its resources and opcode counts (the copy
+        kernel's 16-byte specialization moves whole units: fewer loads than the other); a census compared with itself
+        changes nothing."""
+        out = Path(tempfile.mkdtemp(prefix="census_"))
+        self.addCleanup(shutil.rmtree, out, ignore_errors=True)
+        r = run_script("triton_census.py", "--op", "copy", "--output", str(out / "census.json"))
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        census = json.loads((out / "census.json").read_text())
+        self.assertEqual(census["arch"], "sm_90a")
+        kernels = {k["key"]: k for k in census["kernels"]}
+        self.assertEqual(len(kernels), 6)  # three dtypes, two specializations
+        for kernel in kernels.values():
+            self.assertGreater(kernel["registers"], 0, kernel)
+            self.assertGreater(kernel["instructions"], kernel["ldg"] + kernel["stg"], kernel)
+            self.assertEqual(kernel["hgmma"], 0)
+        self.assertLess(kernels["copy_rows_kernel|fp32|0|ints%16"]["ldg"],
+                        kernels["copy_rows_kernel|fp32|0|ints"]["ldg"])
+        r = run_script("triton_census.py", "--compare", str(out / "census.json"), str(out / "census.json"))
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertIn("ratio median 1.000, min 1.000, max 1.000; within 2%: 6", r.stdout)
+        self.assertIn("registers: differs in 0", r.stdout)
+
+    def test_resident_warps_count_registers_in_eights(self):
+        census = load_script("triton_census.py")
+        self.assertEqual(census.resident_warps(48, 8), 40)  # 48 x 256 = 12288 registers a program: five
+        self.assertEqual(census.resident_warps(64, 8), 32)
+        self.assertEqual(census.resident_warps(57, 8), 32)  # allocated as 64 a thread: four programs
+        self.assertEqual(census.resident_warps(16, 8), 64)  # the 64-warp limit
+
+    def test_needs_one_mode(self):
+        r = run_script("triton_census.py", timeout=120)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--output", r.stderr)
 
 
 class InspectKernelTest(unittest.TestCase):
@@ -243,7 +280,7 @@ class InspectKernelTest(unittest.TestCase):
         /*0000*/                   FFMA R0, R1, R2, R3 ;
         /*0010*/               @P0 BRA 0x0 ;
         """
-        functions = inspect.sass_functions(sass)
+        functions = load_script("_common.py").sass_functions(sass)
         self.assertEqual(sorted(functions), ["kernel_a", "kernel_b"])
         self.assertEqual(len(functions["kernel_a"]), 10)
         self.assertEqual(inspect.mma_loop(functions["kernel_a"]), {"span": "0x20-0x60", "instructions": 5, "hgmma": 1})
