@@ -98,14 +98,22 @@ void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_CHECK_LAUNCH("softmax_parallel_block_per_row_fwd");
 }
 
+// Calls f(kernel, threads) with the backward kernel and block size block_per_row runs rows of `cols` in: what
+// the launcher launches and what auto's occupancy rule asks about (softmax_choose_plan).
+template <typename T, typename F>
+void with_backward_kernel(std::int64_t cols, bool aligned, F&& f) {
+  const BlockShape shape = block_shape<T, 2>(tile_span<T>(cols, aligned));
+  dispatch_depth<kMaxDepth<T, 2>>(shape.depth, [&](auto depth) {
+    f(softmax_parallel_block_per_row_bwd<T, decltype(depth)::value>, shape.threads);
+  });
+}
+
 void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const BlockShape shape = block_shape<T, 2>(tile_span<T>(op.cols, op.aligned));
-    dispatch_depth<kMaxDepth<T, 2>>(shape.depth, [&](auto depth) {
-      softmax_parallel_block_per_row_bwd<T, decltype(depth)::value>
-          <<<static_cast<unsigned>(op.rows), shape.threads, 0, ctx.stream>>>(
-              static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
-              static_cast<T*>(op.out), op.out_stride, op.cols, op.aligned);
+    with_backward_kernel<T>(op.cols, op.aligned, [&](auto kernel, int threads) {
+      kernel<<<static_cast<unsigned>(op.rows), threads, 0, ctx.stream>>>(
+          static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
+          static_cast<T*>(op.out), op.out_stride, op.cols, op.aligned);
     });
   })
   CP_CHECK_LAUNCH("softmax_parallel_block_per_row_bwd");
@@ -114,10 +122,8 @@ void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx) {
 int block_per_row_backward_blocks_per_sm(DType dtype, std::int64_t cols, bool aligned) {
   int blocks = 0;
   CP_DISPATCH_FLOAT_TYPES(dtype, T, {
-    const BlockShape shape = block_shape<T, 2>(tile_span<T>(cols, aligned));
-    dispatch_depth<kMaxDepth<T, 2>>(shape.depth, [&](auto depth) {
-      CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &blocks, softmax_parallel_block_per_row_bwd<T, decltype(depth)::value>, shape.threads, 0));
+    with_backward_kernel<T>(cols, aligned, [&](auto kernel, int threads) {
+      CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0));
     });
   })
   return blocks;
