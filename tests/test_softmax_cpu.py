@@ -128,15 +128,19 @@ class TritonSoftmaxTuningTest(unittest.TestCase):
         self.assertEqual([c.num_warps for c in triton_softmax.candidate_configs("warp_per_row", torch.bfloat16, 512,
                                                                                 "fwd", True)],
                          [warp.num_warps, 2 * warp.num_warps])
-        # The block_per_row forward: each warp count with and without evict_first loads; at 32 warps, those two.
-        fwd = triton_softmax.launch_config("block_per_row", torch.float32, 8192, "fwd")
+        # The block_per_row 16-bit forward: each warp count with and without evict_first loads; at 32 warps, those
+        # two. fp32: the warp counts only.
+        fwd = triton_softmax.launch_config("block_per_row", torch.bfloat16, 4096, "fwd")
         wide = fwd._replace(num_warps=2 * fwd.num_warps)
-        self.assertEqual(triton_softmax.candidate_configs("block_per_row", torch.float32, 8192, "fwd", True),
+        self.assertEqual(triton_softmax.candidate_configs("block_per_row", torch.bfloat16, 4096, "fwd", True),
                          (fwd, wide, fwd._replace(load_hint="evict_first"), wide._replace(load_hint="evict_first")))
-        widest = triton_softmax.launch_config("block_per_row", torch.float32, 32768, "fwd")
+        widest = triton_softmax.launch_config("block_per_row", torch.bfloat16, 16384, "fwd")
         self.assertEqual(widest.num_warps, 32)
-        self.assertEqual(triton_softmax.candidate_configs("block_per_row", torch.float32, 32768, "fwd", True),
+        self.assertEqual(triton_softmax.candidate_configs("block_per_row", torch.bfloat16, 16384, "fwd", True),
                          (widest, widest._replace(load_hint="evict_first")))
+        fp32 = triton_softmax.launch_config("block_per_row", torch.float32, 8192, "fwd")
+        self.assertEqual(triton_softmax.candidate_configs("block_per_row", torch.float32, 8192, "fwd", True),
+                         (fp32, fp32._replace(num_warps=2 * fp32.num_warps)))
         # The prefetching persistent form, the streaming plans: the table's only.
         for plan, dtype, cols_p2, direction in (("block_per_row", torch.bfloat16, 32768, "fwd"),
                                                 ("block_online", torch.float32, 1 << 17, "bwd"),

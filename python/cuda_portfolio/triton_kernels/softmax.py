@@ -85,10 +85,9 @@ NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima 
 -inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
 multiplying by the row stride). Launch configurations come from a table keyed by (plan, dtype, tile columns,
 direction, aligned or EDGES) (launch_config); the register-resident plans also time twice the table's warps
-(block_per_row's forward on 16-byte rows in a power-of-two tile: each with and without evict_first loads) on the
-first call of each (rows, cols) bucket and keep the faster
-(candidate_configs, "Run-time tuning" below). A call under
-CUDA-graph capture never times anything, and a repeated call never recompiles.
+(block_per_row's 16-bit forward on 16-byte rows in a power-of-two tile: each with and without evict_first loads) on
+the first call of each (rows, cols) bucket and keep the faster (candidate_configs, "Run-time tuning" below). A call
+under CUDA-graph capture never times anything, and a repeated call never recompiles.
 """
 from __future__ import annotations
 
@@ -952,9 +951,9 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         # ptxas, sm_90a: bf16 16-byte rows without spilling, fp16 ones 4 bytes, EDGES rows 53 registers, the
         # unaligned kernel without EDGES 76 bytes; fp32 104 bytes), hence the prefetching persistent form.
         # Plain loads, except the prefetching form's (kept on evict_first, perf log session 16): evict_first cost 4-12%
-        # of copy at 4096^2..4096x32768, except 16-bit forward rows of 4096 (the tuner times both). The backward stops
-        # at 16 warps: without the hint, 32-warp programs at 32768 columns fell to 0.73-0.96 of copy where 16 warps
-        # reach 0.95-1.00.
+        # of copy at 4096^2..4096x32768, except 16-bit forward rows of 4096 (the tuner times both, candidate_configs).
+        # The backward stops at 16 warps: without the hint, 32-warp programs at 32768 columns fell to 0.73-0.96 of
+        # copy where 16 warps reach 0.95-1.00.
         prefetch = direction == "fwd" and dtype.itemsize == 2 and cols_p2 == BLOCK_PER_ROW_MAX_COLS
         most_warps = 32 if direction == "fwd" else 16
         if cols_p2 & (cols_p2 - 1):  # a three-quarter tile (block_per_row_tile)
@@ -1312,13 +1311,16 @@ _TUNED: dict = {}  # bucket -> LaunchConfig
 
 def candidate_configs(plan: str, dtype: torch.dtype, cols_p2: int, direction: str, aligned: bool) -> tuple:
     """The configurations timed for a bucket: the table's first (the untimed choice), then twice its warps; for the
-    block_per_row forward each of those with and without evict_first loads."""
+    block_per_row 16-bit forward each of those with and without evict_first loads. Not for fp32: wherever two
+    processes' tuners picked differently, the benchmark read fp32 16-byte rows 3-4% slower with evict_first
+    (4096 x 9008 / 12000 / 16000, sessions 50, 55 and 57) and EDGES rows within noise; the tuner's cold single
+    launches do not see the difference."""
     table = launch_config(plan, dtype, cols_p2, direction, aligned)
     if plan not in TUNED_PLANS or table.prefetch:
         return (table,)
     wider = table._replace(num_warps=min(MAX_WARPS, 2 * table.num_warps))
     warps = (table,) if wider == table else (table, wider)
-    if plan == "block_per_row" and direction == "fwd":
+    if plan == "block_per_row" and direction == "fwd" and dtype.itemsize == 2:
         return warps + tuple(c._replace(load_hint="evict_first") for c in warps)
     return warps
 
