@@ -68,10 +68,11 @@ class SoftmaxGpuTest(GpuTestCase):
         """Each configuration the tuner may pick (warps, and the block_per_row forward's load hint), pinned as the
         bucket's pick one at a time, forward and backward against float64; block_per_row's 16-bit rows in its
         three-quarter tiles too (block_per_row_tile: EDGES rows of 5001 and 9001 columns, 16-byte rows of 9008; the
-        backward at 9001 and 9008)."""
+        backward at 9001 and 9008), and its 16-bit forward's held form at 32768 and 30001 (EDGES) columns."""
         module = _backend_module("triton")
         for plan, rows, cols in (("warp_per_row", 37, 1000), ("block_per_row", 37, 5000), ("block_per_row", 5, 32768),
-                                 ("block_per_row", 37, 5001), ("block_per_row", 37, 9001), ("block_per_row", 37, 9008)):
+                                 ("block_per_row", 5, 30001), ("block_per_row", 37, 5001), ("block_per_row", 37, 9001),
+                                 ("block_per_row", 37, 9008)):
             for dtype in (torch.float32, torch.bfloat16):
                 x = torch.empty(rows, cols, device="cuda", dtype=dtype)
                 alignment = module._alignment(plan, (x,), cols)

@@ -319,13 +319,40 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
             2048, 50257, 2, triton_softmax.held_config(50257, torch.bfloat16, "fwd"), CPU)
         self.assertEqual((chunks, chunk_cols), (7, 7184))
 
-    def test_block_per_row_prefetching_persistent_form(self):
-        # 16-bit rows of 17000 columns take the prefetching form (next_pow2 = 32768); 7 rows over the
-        # interpreter's 3 programs: each program walks 2-3 rows and its last prefetch is masked off.
-        self.assertTrue(triton_softmax.launch_config("block_per_row", torch.bfloat16, 32768).prefetch)
-        self.assertFalse(triton_softmax.launch_config("block_per_row", torch.float32, 32768).prefetch)
-        self.assertFalse(triton_softmax.launch_config("block_per_row", torch.bfloat16, 32768, "bwd").prefetch)
-        self.check_plan("block_per_row", 7, 17000, torch.bfloat16)
+    def test_block_per_row_16bit_forward_in_the_32768_column_tile(self):
+        """16-bit forward rows of 16385-32768 columns: rows in whole 16-byte units (16-byte rows, EDGES) take the held
+        form, a program per row at 16 warps and 64 registers; the others the prefetching persistent form. Against
+        float64, outputs NaN-filled first, inputs unchanged, nothing written outside the rows."""
+        held = triton_softmax.launch_config("block_per_row", torch.bfloat16, 32768)
+        self.assertEqual((held.held, held.prefetch, held.num_warps, held.maxnreg), (True, False, 16, 64))
+        self.assertTrue(triton_softmax.launch_config("block_per_row", torch.bfloat16, 32768, "fwd", False).prefetch)
+        for dtype, direction in ((torch.float32, "fwd"), (torch.bfloat16, "bwd")):
+            config = triton_softmax.launch_config("block_per_row", dtype, 32768, direction)
+            self.assertFalse(config.held or config.prefetch, (dtype, direction))
+        kernel = triton_softmax.softmax_fwd_block_per_row_kernel
+        # (dtype, cols, x's row pitch, y's): 16-byte rows; EDGES rows (every row at phase 0; each at its own, y's at
+        # x's); rows whose x and y sit at different phases: the prefetching form, 7 rows over the interpreter's 3
+        # programs, so a program walks 2-3 rows and its last prefetch is masked off.
+        for dtype, cols, x_pitch, y_pitch, form in ((torch.bfloat16, 20000, 20000, 20000, "held"),
+                                                    (torch.float16, 32768, 32768, 32768, "held"),
+                                                    (torch.bfloat16, 17000, 17008, 17008, "held"),
+                                                    (torch.float16, 30001, 30001, 30001, "held"),
+                                                    (torch.bfloat16, 17000, 17001, 17016, "prefetch")):
+            with self.subTest(dtype=dtype, cols=cols, x_pitch=x_pitch, y_pitch=y_pitch):
+                rows = 7 if form == "prefetch" else 3
+                x = (torch.randn(rows, x_pitch) * 3).to(dtype)[:, :cols]
+                x_before = x.clone()
+                y_store = torch.full((rows, y_pitch), float("nan"), dtype=dtype)
+                y = y_store[:, :cols]
+                with mock.patch.object(kernel, "run", wraps=kernel.run) as launch:
+                    triton_softmax.forward(x, y, "block_per_row")
+                kwargs = launch.call_args.kwargs
+                self.assertEqual((kwargs["HELD"], kwargs["PREFETCH"]), (form == "held", form == "prefetch"))
+                if form == "held":
+                    self.assertEqual((kwargs["num_warps"], kwargs["maxnreg"]), (16, 64))
+                self.assertTrue(torch.equal(x, x_before), "forward modified its input")
+                self.assertLessEqual(relative_error(y, torch.softmax(x.double(), -1)), TOLERANCE[dtype])
+                self.assertTrue(y_store[:, cols:].isnan().all(), "wrote outside the output rows")
 
     def test_every_plan_runs_some_shape(self):
         covered = {plan for rows, cols in self.SHAPES for plan in runnable_plans(rows, cols)}
@@ -406,6 +433,8 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                 tiles.add((block_n, edges))
                 if block_n & (block_n - 1):
                     expected = triton_softmax.PIECES_MAXNREG[block_n, warps]
+                elif spec.constexprs["HELD"]:
+                    expected = 64
                 elif spec.constexprs["PREFETCH"] or not edges:
                     expected = None
                 else:
@@ -497,11 +526,11 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(2, 1024, torch.float32, CPU), "warp_per_row")  # < 1 row per SM
         self.assertEqual(triton_softmax.choose_plan(4096, 4096, torch.bfloat16, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(2048, 32769, torch.bfloat16, CPU), "split_row")
-        # 16-bit forward rows past 16384 columns: quarter tiles once rows outnumber the quarter programs (8 per SM)
+        # 16-bit forward rows of 16385-32768 columns: block_per_row's held form at any row count
         sms = triton_softmax.INTERPRETER_SM_COUNT
         many, few = 8 * sms + 1, 8 * sms
-        self.assertEqual(triton_softmax.choose_plan(many, 16400, torch.bfloat16, CPU), "split_row")
-        self.assertEqual(triton_softmax.choose_plan(many, 32768, torch.float16, CPU), "split_row")
+        self.assertEqual(triton_softmax.choose_plan(many, 16400, torch.bfloat16, CPU), "block_per_row")
+        self.assertEqual(triton_softmax.choose_plan(many, 32768, torch.float16, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(few, 32768, torch.bfloat16, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(many, 16384, torch.bfloat16, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(many, 32768, torch.bfloat16, CPU, "bwd"), "block_per_row")
@@ -520,14 +549,15 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                 self.assertEqual(triton_softmax.choose_plan(sms, 16001, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 4095, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 16000, dtype, CPU, direction), "block_per_row")
-            # forward: block_per_row in its 8192- and 16384-column tiles at any row count, then split_row or
-            # block_online
+            # forward: block_per_row at any row count up to 16384 columns, past it with more than 4 rows per SM,
+            # else block_online
             self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 8193, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 12001, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 16383, dtype, CPU), "block_per_row")
-            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 16385, dtype, CPU), "split_row")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 16385, dtype, CPU), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(4096, 30001, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 16385, dtype, CPU), "block_online")
             # backward: past 8192 columns block_online for at most 4 rows per SM; with more, block_per_row
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 16001, dtype, CPU, "bwd"), "block_online")

@@ -16,9 +16,11 @@ memory, which Triton cannot express):
                  Not persistent: the hardware starts a row's program wherever one finishes, so the
                  grid never depends on how many programs ptxas's register count lets an SM hold (a
                  persistent grid sized at 64 warps per SM ran its last quarter to half as a second
-                 wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4). The
-                 exception, 16-bit forward rows of 32768 (one 32-warp program fills an SM): a
-                 persistent program per SM loads its next row while it reduces and writes this one.
+                 wave at 8192 columns: 37-48 registers fit 2-3 programs of 16 warps, not 4). 16-bit
+                 forward rows of 16385-32768 columns in whole 16-byte units run at 16 warps, two
+                 programs per SM, each row held as words (_softmax_row_words); the others, the
+                 exception, take a persistent 32-warp program per SM that loads its next row while
+                 it reduces and writes this one.
   block_online   any cols (auto: fp32 backward rows of 16385-32768 columns with more rows than
                  SMs, and rows not a multiple of 16 long where _edges_plan picks it; the forward
                  and 16-bit rows left it in session 29, split_row's quarter tiles measured as fast
@@ -31,9 +33,8 @@ memory, which Triton cannot express):
                  two 16-warp programs per SM while two rows per SM fit the L2 budget, else one
                  32-warp program per SM (Inductor's form; block_online_backward_config). Bound:
                  bytes, 1 read + 1 write when pass 2 hits L2, up to 2 reads + 1 write when it misses.
-  split_row      any cols (auto: every row past 32768 columns, 16-bit forward rows past 16384 when
-                 there are more rows than 8 per SM, and rows not a multiple of 16 long where
-                 _edges_plan picks it): each row is cut into
+  split_row      any cols (auto: every row past 32768 columns, and rows not a multiple of 16 long
+                 where _edges_plan picks it): each row is cut into
                  chunks; a persistent program takes (row, chunk) jobs from a ticket counter, folds
                  its chunk into (max, sum) (backward: a partial dot), publishes it, waits for the
                  row's other chunks, combines the partials and normalizes its chunk at once. Two
@@ -436,11 +437,34 @@ def _softmax_pieces_held(x_row, y_row, start, stop, HEAD_N: tl.constexpr, TAIL_N
 # (EDGES rows in turn, without the lookahead). LOAD_HINT reaches only 16-byte rows in a power-of-two tile.
 # Bound: bytes, x read once and y written once.
 @triton.jit
+def _softmax_row_words(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
+                       EDGES: tl.constexpr):
+    """block_per_row's forward of one 16-bit row at 16 warps (launch_config's held form, rows of 16385-32768
+    columns): held as words of two elements (_load_held), 64 elements a thread, with each exponential taken twice
+    (_held_max_sum, _normalize_held) as split_row's held chunks take them, so the row fits 64 registers and two
+    programs share an SM. ptxas sm_90a: 16-byte rows 64 registers, no spill (104 uncapped); EDGES rows spill 20
+    bytes (auto gives such rows past 16384 columns to split_row or block_online, _edges_plan). The exponentials
+    kept once, _softmax_held's way: 92 registers uncapped, 68 bytes spilled at 64."""
+    if EDGES:
+        phase = _row_phase(row * x_row_stride, x_ptr, True, INT32=True)
+    else:
+        phase = tl.full([], 0, tl.int32)  # a tensor: _load_held's bounds take tl.multiple_of hints
+    x, x_edges = _load_held(_row_frame(x_ptr, row * x_row_stride, phase, EDGES), phase, phase + cols, float("-inf"),
+                            BLOCK_N, EDGES)
+    row_max, row_sum = _held_max_sum(x, x_edges, x_ptr.dtype.element_ty)
+    _normalize_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES), phase, phase + cols, x, x_edges, row_max,
+                    1.0 / row_sum, BLOCK_N, EDGES)
+
+
+@triton.jit
 def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
-                                     PREFETCH: tl.constexpr, LOAD_HINT: tl.constexpr, EDGES: tl.constexpr):
+                                     PREFETCH: tl.constexpr, LOAD_HINT: tl.constexpr, EDGES: tl.constexpr,
+                                     HELD: tl.constexpr):
     first = tl.program_id(0).to(tl.int64)
     HELD_N: tl.constexpr = BLOCK_N if BLOCK_N > 16 else 16  # _load_held's words: a whole unit (not max(): 3.4)
-    if EDGES:  # each row held as split_row holds a chunk; on the persistent grid rows in turn, without the prefetch
+    if HELD:  # a program per row, two per SM (launch_config)
+        _softmax_row_words(x_ptr, y_ptr, first, cols, x_row_stride, y_row_stride, BLOCK_N, EDGES)
+    elif EDGES:  # each row held as split_row holds a chunk; on the persistent grid rows in turn, without the prefetch
         if PREFETCH:
             for row in range(first, rows, tl.num_programs(0)):
                 _softmax_row_held(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, HELD_N, INT32=False)
@@ -909,7 +933,9 @@ class LaunchConfig(NamedTuple):
     # block_per_row forward, 16-byte rows in a power-of-two tile: the x loads' L2 eviction policy ("" none, or
     # "evict_first"); EDGES rows and three-quarter tiles ignore it
     load_hint: str = ""
-    held: bool = False  # split_row: a chunk is one tile, held in registers through the exchange (split_row_config)
+    # split_row: a chunk is one tile, held in registers through the exchange (split_row_config); block_per_row's
+    # 16-bit forward at 32768 columns: the row held as words, two programs per SM (launch_config)
+    held: bool = False
 
 
 def _register_share(num_warps: int, per_sm: int) -> int | None:
@@ -960,6 +986,12 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
             if direction == "bwd":  # the 16384-column tile's 16 warps, two programs per SM at 64 registers
                 return LaunchConfig(cols_p2, 16, 1, maxnreg=THREE_QUARTER_BACKWARD_MAXNREG)
             return LaunchConfig(cols_p2, triton.next_power_of_2(cols_p2) // 1024, 1)  # half the power of two's warps
+        if prefetch and aligned:
+            # Rows in whole 16-byte units (16-byte rows, EDGES) instead take a program per row at 16 warps, two per
+            # SM, each row held as words with each exponential taken twice (_softmax_row_words): while one program
+            # reduces and writes, the other loads, as the 16384-column tile's 32-warp programs do (bf16 4096 x 16384
+            # 0.92 of copy against 4096x32768's 0.85-0.86 with the prefetch). Other rows keep the prefetch.
+            return LaunchConfig(cols_p2, 16, 1, maxnreg=64, held=True)
         return LaunchConfig(cols_p2, min(most_warps, max(4, cols_p2 // 512)), 1, prefetch=prefetch,
                             load_hint="evict_first" if prefetch else "")
     # block_online and split_row stream tiles; 16-bit inputs take twice the columns per tile.
@@ -1027,14 +1059,6 @@ HELD_QUARTER_MAX_ROW_BYTES = 128 << 10
 HELD_HALF_BWD = {4: LaunchConfig(4096, 8, 1, per_sm=4, maxnreg=64, held=True),
                  2: LaunchConfig(8192, 8, 1, per_sm=4, maxnreg=64, held=True)}
 HELD_HALF_BWD_MAX_ROW_BYTES = 200 << 10
-# choose_plan gives 16-bit forward rows past 16384 columns (block_per_row's tile jumps to 32768 there) to split_row's
-# quarter tiles when rows outnumber the quarter programs (8 per SM). Measured on the H200, bf16 split_row against
-# block_per_row (session 30, results/h200/experiments/softmax-triton-c720580-plans-16bit-fwd-*.json): 2048x16400 /
-# 4096x16400 +6% / +8%, 4096x20480 +2%, 4096x24576 +5% (fp16 +24%), 2048x32768 even (fp16 +8%), 4096x32768 /
-# 8192x32768 / 16384x32768 +2% / +2% / +3%; 1024x24576 even (7.8 rows per SM). With few rows split_row takes longer
-# (256x20480 +24%, 64x32768 +21%), and at 16384 columns too (2048x16384 +22%, 8192x16384 +8%: two quarter tiles
-# against a full one).
-QUARTER_TILES_MIN_COLS = 16384
 
 
 # block_online's backward as two 16-warp programs per SM (64 registers each), tiles of two 16-byte loads per thread per
@@ -1148,8 +1172,12 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     0.74 / 0.80; 512x65536 0.76 against 0.77; fp16 the same within 0.01). fp32 rows of 513-1024 columns, with a row
     per SM or more, take block_per_row (session 20, results/h200/experiments/softmax-plans-65e4776-short-rows.json,
     16384x1024: 0.98 / 1.00 of copy against warp_per_row's 0.95 / 0.99; 16-bit rows measured even and keep
-    warp_per_row). 16-bit forward rows of 16385-32768 columns take split_row's quarter tiles too when there are
-    more rows than quarter-tile programs (QUARTER_TILES_MIN_COLS). fp32 backward rows of 16385-32768 columns take
+    warp_per_row). 16-bit forward rows of 16385-32768 columns stay with block_per_row at any row count: since its
+    held form (two 16-warp programs per SM, session 63; results/h200/experiments/
+    softmax-triton-89bac1e-block-per-row-16bit-32768-two-programs-after.json) it reads 0.95-0.98 of copy at 2048-16384
+    rows of 24576 / 32768 columns, 0.87 at 4096x20000, against split_row's quarter tiles' 0.84-0.90 / 0.77 (they had
+    led the prefetching form by 2-8% with more rows than quarter programs, session 30). fp32 backward rows of
+    16385-32768 columns take
     block_online's 32-warp programs (session 46, results/h200/experiments/
     softmax-triton-3a34865-block-online-backward-landed-sweep.json, 4096 rows of 24576 / 32768 columns and 8192 of
     32768: 1.00 / 0.98 / 0.98 of copy against block_per_row's 0.82 / 0.92 / 0.94; at 16384 columns both read 1.01,
@@ -1160,9 +1188,7 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
-    quarter_tiles_pay = (dtype.itemsize == 2 and direction == "fwd" and cols > QUARTER_TILES_MIN_COLS
-                          and rows > HELD_QUARTER_FWD.per_sm * _sm_count(device))
-    if cols > BLOCK_PER_ROW_MAX_COLS or quarter_tiles_pay:
+    if cols > BLOCK_PER_ROW_MAX_COLS:
         return "split_row"
     streaming = _edges_plan(rows, cols, dtype, direction, _sm_count(device))
     if streaming:
@@ -1191,7 +1217,10 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
       0.57-0.79 (split_row up to 2% ahead below 12288 columns, block_per_row 2% ahead at 16001); the three-quarter
       tiles since took 4096 x 9001 / 12001 to 0.72 / 0.86 (softmax-triton-0fa6d92-block-per-row-three-quarter-
       tiles-after.json; split_row 0.68 at 12001 in softmax-b0b63a0-edges-forward-bf16-both-backends.json). Past 16384
-      columns split_row: 4096x32001 0.86 against 0.73.
+      columns with more than 4 rows per SM block_per_row too since its held form (session 63; results/h200/
+      experiments/softmax-triton-89bac1e-block-per-row-16bit-32768-two-programs-after.json): 4096x30001 0.93 / 0.92
+      (bf16 / fp16) against split_row's 0.83 / 0.83 (its prefetching form had read 0.73 at 4096x32001 against 0.86);
+      with fewer, block_online (not measured against the held form).
     - 16-bit backward rows: block_per_row, except past 8192 columns with at most 4 rows per SM, where block_online
       wins (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). Since rows of at most 12288
       columns run in its three-quarter tile (block_per_row_tile), block_per_row leads or ties split_row there too
@@ -1225,7 +1254,7 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
         return None
     if cols <= 16384:
         return None if many or dtype.itemsize == 2 or tile_mostly_used else "block_online"
-    if dtype.itemsize == 4 and tile_mostly_used:
+    if dtype.itemsize == 2 and many or dtype.itemsize == 4 and tile_mostly_used:
         return None
     return "split_row" if many else "block_online"
 
@@ -1316,7 +1345,7 @@ def candidate_configs(plan: str, dtype: torch.dtype, cols_p2: int, direction: st
     (4096 x 9008 / 12000 / 16000, sessions 50, 55 and 57) and EDGES rows within noise; the tuner's cold single
     launches do not see the difference."""
     table = launch_config(plan, dtype, cols_p2, direction, aligned)
-    if plan not in TUNED_PLANS or table.prefetch:
+    if plan not in TUNED_PLANS or table.prefetch or table.held:
         return (table,)
     wider = table._replace(num_warps=min(MAX_WARPS, 2 * table.num_warps))
     warps = (table,) if wider == table else (table, wider)
@@ -1387,7 +1416,7 @@ def kernel_config(t: torch.Tensor, plan: str, direction: str, alignment: tuple[b
     if config is None:
         config = _table_config(plan, t, direction, alignment)
     hint = f", {config.load_hint} loads" if config.load_hint else ""
-    held = ", chunks held" if config.held else ""
+    held = (", rows held" if plan == "block_per_row" else ", chunks held") if config.held else ""
     return f"{config.num_warps} warps, {config.block_n}-column tiles{hint}{held}, {'tuned' if tuned else 'table'}"
 
 
@@ -1425,10 +1454,12 @@ THREE_QUARTER_BACKWARD_MAXNREG = 64
 
 
 def _forward_maxnreg(config: LaunchConfig, element_size: int, edges: bool) -> int | None:
-    """The register cap block_per_row's forward launches with: a three-quarter tile's (PIECES_MAXNREG), an EDGES
-    row's in a power-of-two tile (EDGES_FORWARD_MAXNREG), None for no cap."""
+    """The register cap block_per_row's forward launches with: a three-quarter tile's (PIECES_MAXNREG), the held
+    form's own, an EDGES row's in a power-of-two tile (EDGES_FORWARD_MAXNREG), None for no cap."""
     if config.block_n & (config.block_n - 1):
         return PIECES_MAXNREG[config.block_n, config.num_warps]
+    if config.held:
+        return config.maxnreg
     if not edges or config.prefetch:
         return None
     return EDGES_FORWARD_MAXNREG.get((element_size, config.num_warps))
@@ -1445,7 +1476,7 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
         grid = (_persistent_programs(rows, config, x2d.device, 0) if config.prefetch else rows,)
         softmax_fwd_block_per_row_kernel[grid](x2d, y2d, rows, cols, x_stride, y_stride, BLOCK_N=config.block_n,
                                                PREFETCH=config.prefetch, LOAD_HINT=config.load_hint, EDGES=edges,
-                                               num_warps=config.num_warps,
+                                               HELD=config.held, num_warps=config.num_warps,
                                                maxnreg=_forward_maxnreg(config, x2d.element_size(), edges),
                                                **LAUNCH_OPTIONS)
     elif plan == "block_online":
@@ -1560,16 +1591,22 @@ def aot_specs(dtype: torch.dtype):
         return {k: v for k, v in signature.items() if k != "rows"}
 
     def block_per_row_forward(config, edges, specializations):  # launched with its EDGES register cap
+        if config.held and not edges:  # the held form's other rows, not in whole units, take the prefetching one
+            specializations = aligned_only
         capped = config._replace(maxnreg=_forward_maxnreg(config, dtype.itemsize, edges))
         return ("softmax_fwd_block_per_row_kernel", softmax_fwd_block_per_row_kernel, fwd,
                 {"BLOCK_N": config.block_n, "PREFETCH": config.prefetch, "LOAD_HINT": config.load_hint,
-                 "EDGES": edges}, capped, specializations)
+                 "HELD": config.held, "EDGES": edges}, capped, specializations)
 
     def block_per_row_backward(config, edges, specializations):
         return ("softmax_bwd_block_per_row_kernel", softmax_bwd_block_per_row_kernel, without_rows(bwd),
                 {"BLOCK_N": config.block_n, "EDGES": edges}, config, specializations)
 
     entries = []
+    # block_per_row's 16-bit forward at 32768 columns on rows not in whole 16-byte units: the prefetching form.
+    prefetching = launch_config("block_per_row", dtype, BLOCK_PER_ROW_MAX_COLS, "fwd", False)
+    if prefetching.prefetch:
+        entries.append(block_per_row_forward(prefetching, False, unaligned_only))
     # The tuned plans: every candidate; warp_per_row at 256 columns, block_per_row at a width where the table has
     # room to double its warps (8192 columns) and at the widest rows (32768).
     for direction in ("fwd", "bwd"):
