@@ -1608,7 +1608,8 @@ def aot_specs(dtype: torch.dtype):
     if prefetching.prefetch:
         entries.append(block_per_row_forward(prefetching, False, unaligned_only))
     # The tuned plans: every candidate; warp_per_row at 256 columns, block_per_row at a width where the table has
-    # room to double its warps (8192 columns) and at the widest rows (32768).
+    # room to double its warps (8192 columns), at 16384 (rows of 8193-16384 columns: session 63's census had missed
+    # the fp32 EDGES kernel that lost 27-33% there) and at the widest rows (32768).
     for direction in ("fwd", "bwd"):
         for config in candidate_configs("warp_per_row", dtype, 256, direction, True):
             fn = softmax_fwd_warp_per_row_kernel if direction == "fwd" else softmax_bwd_warp_per_row_kernel
@@ -1616,7 +1617,7 @@ def aot_specs(dtype: torch.dtype):
                             {"ROWS": config.rows, "BLOCK_N": config.block_n}, config, both))
         # block_per_row: EDGES=False in both specializations, EDGES=True in the unaligned one (as the streaming
         # kernels below).
-        for cols_p2 in (8192, BLOCK_PER_ROW_MAX_COLS):
+        for cols_p2 in (8192, 16384, BLOCK_PER_ROW_MAX_COLS):
             for config in candidate_configs("block_per_row", dtype, cols_p2, direction, True):
                 for edges, specializations in ((False, both), (True, unaligned_only)):
                     block_per_row = block_per_row_forward if direction == "fwd" else block_per_row_backward
