@@ -446,8 +446,8 @@ def _softmax_row_words(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, BLOC
     columns): held as words of two elements (_load_held), 64 elements a thread, with each exponential taken twice
     (_held_max_sum, _normalize_held) as split_row's held chunks take them, so the row fits 64 registers and two
     programs share an SM. ptxas sm_90a: 16-byte rows 64 registers, no spill (104 uncapped); EDGES rows spill 20
-    bytes (auto gives such rows past 16384 columns to split_row or block_online, _edges_plan). The exponentials
-    kept once, _softmax_held's way: 92 registers uncapped, 68 bytes spilled at 64."""
+    bytes (they still read 0.93 of copy at bf16 4096x30001, session 63). The exponentials kept once, _softmax_held's
+    way: 92 registers uncapped, 68 bytes spilled at 64."""
     if EDGES:
         phase = _row_phase(row * x_row_stride, x_ptr, True, INT32=True)
     else:
@@ -994,7 +994,7 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
             # SM, each row held as words with each exponential taken twice (_softmax_row_words): while one program
             # reduces and writes, the other loads, as the 16384-column tile's 32-warp programs do (bf16 4096 x 16384
             # 0.92 of copy against 4096x32768's 0.85-0.86 with the prefetch). Other rows keep the prefetch.
-            return LaunchConfig(cols_p2, 16, 1, maxnreg=64, held=True)
+            return LaunchConfig(cols_p2, 16, 1, maxnreg=_register_share(16, 2), held=True)
         return LaunchConfig(cols_p2, min(most_warps, max(4, cols_p2 // 512)), 1, prefetch=prefetch,
                             load_hint="evict_first" if prefetch else "")
     # block_online and split_row stream tiles; 16-bit inputs take twice the columns per tile.
@@ -1611,8 +1611,7 @@ def aot_specs(dtype: torch.dtype):
     if prefetching.prefetch:
         entries.append(block_per_row_forward(prefetching, False, unaligned_only))
     # The tuned plans: every candidate; warp_per_row at 256 columns, block_per_row at a width where the table has
-    # room to double its warps (8192 columns), at 16384 (rows of 8193-16384 columns: session 63's census had missed
-    # the fp32 EDGES kernel that lost 27-33% there) and at the widest rows (32768).
+    # room to double its warps (8192 columns), at 16384 (rows of 8193-16384 columns) and at the widest rows (32768).
     for direction in ("fwd", "bwd"):
         for config in candidate_configs("warp_per_row", dtype, 256, direction, True):
             fn = softmax_fwd_warp_per_row_kernel if direction == "fwd" else softmax_bwd_warp_per_row_kernel
