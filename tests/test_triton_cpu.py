@@ -146,7 +146,7 @@ BLOCK_PER_ROW_SPILL_BYTES = {
 # split_row's held forward keeps its chunk in 32 registers per thread under its 64-register cap, and ptxas may spill
 # a few words, stored before the row exchange and loaded after it: 8-24 bytes with session 27's 64 KiB chunks
 # (docs/perf-log.md), 0-12 with the 32 KiB chunks since session 28 (fp32: 16-byte 8, EDGES 12), 0 with the 16-bit
-# quarter tiles since session 29. More than this bound would be a new spill.
+# quarter tiles since session 29, 0 in fp32 too with _body_lanes' masks. More than this bound would be a new spill.
 HELD_SPLIT_ROW_FORWARD_SPILL_BYTES = 24
 # Spills that Triton releases after 3.6 (the H200's: every result under results/ was measured with it) add in kernels
 # 3.6 compiles without one, as {(major, minor): {(kernel, held, dtype, aligned): bytes at most}}. Found in session 62

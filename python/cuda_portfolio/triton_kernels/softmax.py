@@ -194,13 +194,14 @@ def _row_phase(offset, ptr, EDGES: tl.constexpr, INT32: tl.constexpr):
     INT32 gives it as int32, so the span bounds built on it (_span_body, _span_edges, the masks) are 32-bit
     arithmetic: the streaming plans take it (A/B, perf log "Session 53": block_online 2-25% faster, split_row even).
     block_per_row takes it for 16-bit forward rows on its one-row grid (_softmax_row_held); its fp32 rows keep int64
-    (with int32 the fp32 forward's uncapped 32-warp tiles read 0.96 -> 0.76), and so do its prefetching loop and its
-    backward outside the three-quarter tiles (block_per_row_tile)."""
+    (with int32 the fp32 forward read 0.96 -> 0.76 at 4096x16001 with column masks, session 57, and 0.88 -> 0.59 at
+    4096x9001 with _body_lanes' masks, session 63, at the same 32 registers, no spill: the SASS does not say why), and
+    so do its prefetching loop and its backward outside the three-quarter tiles (block_per_row_tile)."""
     if EDGES:
         if INT32:
             return offset.to(tl.int32) & (128 // ptr.dtype.element_ty.primitive_bitwidth - 1)
         else:
-            return offset % (128 // ptr.dtype.element_ty.primitive_bitwidth)
+            return offset & (128 // ptr.dtype.element_ty.primitive_bitwidth - 1)
     else:
         return 0
 
@@ -220,9 +221,10 @@ def _row_frame(ptr, offset, phase, EDGES: tl.constexpr):
 def _span_body(start, stop, V: tl.constexpr, EDGES: tl.constexpr):
     """The part of [start, stop) that whole 16-byte units cover (EDGES; the whole span otherwise), its bounds
     hinted as multiples of V so a tile's loads and its mask `col < body_stop` are whole units. A span inside one
-    unit gives body_stop < body_start: no tile (the loops below run none)."""
+    unit gives body_stop < body_start: no tile (the loops below run none). Bounds are rounded by masking the low
+    bits (start, stop >= 0), as _row_phase takes the phase: a signed `//` or `%` adds a sign fix-up to each."""
     if EDGES:
-        return tl.multiple_of((start + V - 1) // V * V, V), tl.multiple_of(stop // V * V, V)
+        return tl.multiple_of((start + V - 1) & -V, V), tl.multiple_of(stop & -V, V)
     else:
         return start, stop
 
@@ -235,8 +237,8 @@ def _span_edges(start, stop, V: tl.constexpr):
     reduction is a barrier, and before the loop it held every warp for the edge loads' whole round trip at each row.
     The second passes write them first (a store waits only in the warps that hold edge lanes); after the loop, the
     values held through it cost fp32 rows 8 bytes of spill at the 64-register cap (ptxas, sm_90a)."""
-    body_start = (start + V - 1) // V * V
-    tail_start = tl.maximum(stop // V * V, body_start)
+    body_start = (start + V - 1) & -V
+    tail_start = tl.maximum(stop & -V, body_start)
     lane = tl.arange(0, 2 * V)
     head = lane < V
     col = tl.where(head, body_start - V + lane, tail_start + lane - V)
@@ -398,8 +400,8 @@ def _softmax_row_held(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, HELD_
     """block_per_row's EDGES forward of one row: held as split_row holds a chunk (_load_held, _softmax_held), or,
     in a three-quarter tile (HELD_N not a power of two, block_per_row_tile), as two pieces (_softmax_pieces_held).
     INT32: _row_phase's; 16-bit rows take it on the one-row-per-program grid (SASS: 336 -> 296 instructions in the
-    8192-column tile); fp32 rows keep int64, with which their 32-warp 16384-column tile keeps 32 registers (41), and
-    so does the prefetching grid's loop (bf16: 53 registers, 61 with int32; session 53's A/B of int32 there: -3%)."""
+    8192-column tile); fp32 rows keep int64 (_row_phase), and so does the prefetching grid's loop (bf16: 53
+    registers, 61 with int32; session 53's A/B of int32 there: -3%)."""
     phase = _row_phase(row * x_row_stride, x_ptr, True, INT32=INT32)
     if (HELD_N & (HELD_N - 1)) == 0:
         x, x_edges = _load_held(_row_frame(x_ptr, row * x_row_stride, phase, True), phase, phase + cols,
@@ -630,6 +632,26 @@ def _arrive_and_wait(arrivals_ptr, expected):
 
 
 @triton.jit
+def _body_lanes(row_ptr, start, stop, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
+    """(pointers, mask) of a held chunk's whole 16-byte units (_span_body) over its lanes: fp32 rows an element per
+    lane (BLOCK_N), 16-bit rows an int32 word of two elements (BLOCK_N // 2). fp32 lanes are masked by their index
+    against the body's length in int32: `col < body_stop` on the int64 phase took an ISETP pair per unit, and ptxas
+    issued the fp32 one-row forward's loads after 96 of its 320 instructions (sm_90a, 16384-column tile at 32 warps;
+    34 of 312 so, 32 registers either way). 16-bit words keep `word < body_stop // 2`: that form spilled 4 bytes less
+    in the three-quarter tile's 8-warp forward."""
+    dtype: tl.constexpr = row_ptr.dtype.element_ty
+    V: tl.constexpr = 128 // dtype.primitive_bitwidth
+    body_start, body_stop = _span_body(start, stop, V, EDGES)
+    if dtype.primitive_bitwidth == 16:
+        word = tl.multiple_of(body_start // 2, V // 2) + tl.arange(0, BLOCK_N // 2)
+        return row_ptr.to(tl.pointer_type(tl.int32)) + word, word < body_stop // 2
+    else:
+        lane = tl.arange(0, BLOCK_N)
+        length = (body_stop - body_start).to(tl.int32)  # negative when the span is inside one unit: no lane
+        return row_ptr + body_start + lane, lane < (tl.multiple_of(length, V) if EDGES else length)
+
+
+@triton.jit
 def _load_held(row_ptr, start, stop, other: tl.constexpr, BLOCK_N: tl.constexpr, EDGES: tl.constexpr):
     """row_ptr[start:stop] (at most BLOCK_N elements) loaded at once: (its whole 16-byte units, its head and tail
     elements as _span_edges' [2V] lanes in fp32, or [2V] of `other` without EDGES); lanes past the span hold `other`
@@ -637,15 +659,13 @@ def _load_held(row_ptr, start, stop, other: tl.constexpr, BLOCK_N: tl.constexpr,
     elements each, so the chunk held through the exchange takes a register per two elements (_pair_values)."""
     dtype: tl.constexpr = row_ptr.dtype.element_ty
     V: tl.constexpr = 128 // dtype.primitive_bitwidth
-    body_start, body_stop = _span_body(start, stop, V, EDGES)
+    lanes, mask = _body_lanes(row_ptr, start, stop, BLOCK_N, EDGES)
     if dtype.primitive_bitwidth == 16:
         # the word of two `other`s: 0, or -inf in both halves (bf16 0xff80, fp16 0xfc00)
         word_other: tl.constexpr = 0 if other == 0.0 else (-8323200 if dtype == tl.bfloat16 else -67044352)
-        word = tl.multiple_of(body_start // 2, V // 2) + tl.arange(0, BLOCK_N // 2)
-        body = tl.load(row_ptr.to(tl.pointer_type(tl.int32)) + word, mask=word < body_stop // 2, other=word_other)
+        body = tl.load(lanes, mask=mask, other=word_other)
     else:
-        col = body_start + tl.arange(0, BLOCK_N)
-        body = tl.load(row_ptr + col, mask=col < body_stop, other=other)
+        body = tl.load(lanes, mask=mask, other=other)
     if EDGES:
         edge_col, edge_mask = _span_edges(start, stop, V)
         edges = tl.load(row_ptr + edge_col, mask=edge_mask, other=other).to(tl.float32)
@@ -692,13 +712,8 @@ def _store_held(row_ptr, start, stop, body, edges, BLOCK_N: tl.constexpr, EDGES:
     of 16-bit pairs), edges in fp32."""
     dtype: tl.constexpr = row_ptr.dtype.element_ty
     V: tl.constexpr = 128 // dtype.primitive_bitwidth
-    body_start, body_stop = _span_body(start, stop, V, EDGES)
-    if dtype.primitive_bitwidth == 16:
-        word = tl.multiple_of(body_start // 2, V // 2) + tl.arange(0, BLOCK_N // 2)
-        tl.store(row_ptr.to(tl.pointer_type(tl.int32)) + word, body, mask=word < body_stop // 2)
-    else:
-        col = body_start + tl.arange(0, BLOCK_N)
-        tl.store(row_ptr + col, body, mask=col < body_stop)
+    lanes, mask = _body_lanes(row_ptr, start, stop, BLOCK_N, EDGES)
+    tl.store(lanes, body, mask=mask)
     if EDGES:
         edge_col, edge_mask = _span_edges(start, stop, V)
         tl.store(row_ptr + edge_col, edges.to(dtype), mask=edge_mask)
