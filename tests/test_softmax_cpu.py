@@ -549,8 +549,7 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
                 self.assertEqual(triton_softmax.choose_plan(sms, 16001, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 4095, dtype, CPU, direction), "block_per_row")
                 self.assertEqual(triton_softmax.choose_plan(4096, 16000, dtype, CPU, direction), "block_per_row")
-            # forward: block_per_row at any row count up to 16384 columns, past it with more than 4 rows per SM,
-            # else block_online
+            # forward: block_per_row at any row count
             self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 8001, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 8193, dtype, CPU), "block_per_row")
@@ -558,7 +557,8 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
             self.assertEqual(triton_softmax.choose_plan(4096, 16383, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 16385, dtype, CPU), "block_per_row")
             self.assertEqual(triton_softmax.choose_plan(4096, 30001, dtype, CPU), "block_per_row")
-            self.assertEqual(triton_softmax.choose_plan(4 * sms, 16385, dtype, CPU), "block_online")
+            self.assertEqual(triton_softmax.choose_plan(4 * sms, 16385, dtype, CPU), "block_per_row")
+            self.assertEqual(triton_softmax.choose_plan(sms + 1, 32767, dtype, CPU), "block_per_row")
             # backward: past 8192 columns block_online for at most 4 rows per SM; with more, block_per_row
             self.assertEqual(triton_softmax.choose_plan(4 * sms, 16001, dtype, CPU, "bwd"), "block_online")
             self.assertEqual(triton_softmax.choose_plan(4 * sms + 1, 4097, dtype, CPU, "bwd"), "block_per_row")

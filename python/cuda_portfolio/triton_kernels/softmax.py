@@ -1194,9 +1194,10 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     held form (two 16-warp programs per SM, session 63; results/h200/experiments/
     softmax-triton-89bac1e-block-per-row-16bit-32768-two-programs-after.json) it reads 0.95-0.98 of copy at 2048-16384
     rows of 24576 / 32768 columns, 0.87 at 4096x20000, against split_row's quarter tiles' 0.84-0.90 / 0.77 (they had
-    led the prefetching form by 2-8% with more rows than quarter programs, session 30). fp32 backward rows of
-    16385-32768 columns take
-    block_online's 32-warp programs (session 46, results/h200/experiments/
+    led the prefetching form by 2-8% with more rows than quarter programs, session 30); through auto, bf16 / fp16
+    in one run (session 64, softmax-triton-a6b1818-auto-16bit-32768.json): 0.93-0.98 at those rows, 0.87 at 20000
+    and 0.77 at 16400 columns, against split_row's 0.84-0.90 / 0.77-0.78 / 0.70. fp32 backward rows of 16385-32768
+    columns take block_online's 32-warp programs (session 46, results/h200/experiments/
     softmax-triton-3a34865-block-online-backward-landed-sweep.json, 4096 rows of 24576 / 32768 columns and 8192 of
     32768: 1.00 / 0.98 / 0.98 of copy against block_per_row's 0.82 / 0.92 / 0.94; at 16384 columns both read 1.01,
     at 8192 block_online 0.89; 16-bit rows keep block_per_row, 0.98-1.01 against 0.72-0.92) when there are more rows
@@ -1226,19 +1227,22 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     tile or, for 16-bit rows, three quarters of one (block_per_row_tile), so what it wastes is the tile's unused
     part. Measured on the H200 in one process, each plan forced, ratio to copy
     (results/h200/experiments/softmax-8aaf598-edges-plans.json; perf log, "Session 50"):
-    - 16-bit forward rows: block_per_row in its 8192- and 16384-column tiles at any row count, split_row past them
-      with more than 4 rows per SM, else block_online. With its register caps, one exponential per element, no row
-      loop and the int32 phase (sessions 52-54), block_per_row leads or ties (results/h200/experiments/
+    - 16-bit forward rows: block_per_row at any row count. In that sweep it led in its 8192- and 16384-column
+      tiles; past them split_row (more than 4 rows per SM) or block_online led its prefetching form. With its
+      register caps, one exponential per element, no row loop and the int32 phase (sessions 52-54), it leads or
+      ties (results/h200/experiments/
       softmax-triton-8bc54df-edges-forward-plans.json, bf16, ratio to copy, against split_row's): 4096 x 6001 /
       8001 0.78 / 0.92 against 0.62 / 0.73; 1024 x 8001 / 10001 / 12001 / 16001 0.71 / 0.52 / 0.58 / 0.71 against
       0.53 / 0.49 / 0.55 / 0.63; 264x12001 0.49 against block_online's 0.44; 4096 x 9001-16001 0.56-0.80 against
       0.57-0.79 (split_row up to 2% ahead below 12288 columns, block_per_row 2% ahead at 16001); the three-quarter
       tiles since took 4096 x 9001 / 12001 to 0.72 / 0.86 (softmax-triton-0fa6d92-block-per-row-three-quarter-
       tiles-after.json; split_row 0.68 at 12001 in softmax-b0b63a0-edges-forward-bf16-both-backends.json). Past 16384
-      columns with more than 4 rows per SM block_per_row too since its held form (session 63; results/h200/
+      columns block_per_row too since its held form (session 63; results/h200/
       experiments/softmax-triton-89bac1e-block-per-row-16bit-32768-two-programs-after.json): 4096x30001 0.93 / 0.92
       (bf16 / fp16) against split_row's 0.83 / 0.83 (its prefetching form had read 0.73 at 4096x32001 against 0.86);
-      with fewer, block_online (not measured against the held form).
+      with 1-4 rows per SM too (session 64, results/h200/experiments/softmax-triton-a6b1818-held-vs-online-edges-few-
+      rows.json, bf16): 264x30001 / 528x20001 / 528x32001 0.66 / 0.63 / 0.74 against block_online's 0.61 / 0.57 /
+      0.68. So 16-bit forward rows take block_per_row at any row count.
     - 16-bit backward rows: block_per_row, except past 8192 columns with at most 4 rows per SM, where block_online
       wins (264x16001 0.65 against 0.59; at 264x8001 it loses, 0.53 against 0.61). Since rows of at most 12288
       columns run in its three-quarter tile (block_per_row_tile), block_per_row leads or ties split_row there too
@@ -1268,11 +1272,11 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     tile_mostly_used = 4 * cols >= 3 * triton.next_power_of_2(cols)
     if direction == "bwd":
         return None if dtype.itemsize == 4 or cols <= 8192 or many else "block_online"
-    if cols <= 8192:
+    if dtype.itemsize == 2 or cols <= 8192:
         return None
     if cols <= 16384:
-        return None if many or dtype.itemsize == 2 or tile_mostly_used else "block_online"
-    if dtype.itemsize == 2 and many or dtype.itemsize == 4 and tile_mostly_used:
+        return None if many or tile_mostly_used else "block_online"
+    if tile_mostly_used:
         return None
     return "split_row" if many else "block_online"
 
