@@ -167,7 +167,8 @@ NEWER_TRITON_SOFTMAX_SPILLS = {
 # And block_per_row's bounds where a newer release exceeds 3.6's (session 63, each release's ptxas): 3.7 the fp32
 # backward's EDGES rows 260; 3.8 and 3.9 the 16-bit forward's held form (a program per row of 16385-32768 columns at
 # 16 warps, 64 registers) 68-96 bytes on 16-byte rows and 120-172 on EDGES rows, where 3.6 spills 0 and 20, the 16-bit
-# backward up to 136-144, the fp32 backward 264-272, and under 3.9 the fp32 forward's 32768-column EDGES rows 20. Those releases would likely run the held form slower than the H200's 0.97 of copy.
+# backward up to 136-144, the fp32 backward 264-272, and under 3.9 the fp32 forward's 32768-column EDGES rows 20. What
+# that costs the held form's 0.97 of copy (3.6, H200) has not been measured.
 NEWER_BLOCK_PER_ROW_SPILL_BYTES = {
     (3, 7): {("softmax_bwd_block_per_row_kernel", "torch.float32"): 260},
     (3, 8): {("softmax_fwd_block_per_row_kernel", "torch.float16"): 124,

@@ -660,12 +660,9 @@ def _load_held(row_ptr, start, stop, other: tl.constexpr, BLOCK_N: tl.constexpr,
     dtype: tl.constexpr = row_ptr.dtype.element_ty
     V: tl.constexpr = 128 // dtype.primitive_bitwidth
     lanes, mask = _body_lanes(row_ptr, start, stop, BLOCK_N, EDGES)
-    if dtype.primitive_bitwidth == 16:
-        # the word of two `other`s: 0, or -inf in both halves (bf16 0xff80, fp16 0xfc00)
-        word_other: tl.constexpr = 0 if other == 0.0 else (-8323200 if dtype == tl.bfloat16 else -67044352)
-        body = tl.load(lanes, mask=mask, other=word_other)
-    else:
-        body = tl.load(lanes, mask=mask, other=other)
+    # a 16-bit lane is the word of two `other`s: 0, or -inf in both halves (bf16 0xff80, fp16 0xfc00)
+    word_other: tl.constexpr = 0 if other == 0.0 else (-8323200 if dtype == tl.bfloat16 else -67044352)
+    body = tl.load(lanes, mask=mask, other=other if dtype.primitive_bitwidth == 32 else word_other)
     if EDGES:
         edge_col, edge_mask = _span_edges(start, stop, V)
         edges = tl.load(row_ptr + edge_col, mask=edge_mask, other=other).to(tl.float32)
