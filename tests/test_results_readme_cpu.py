@@ -95,14 +95,15 @@ def expand_braces(name: str) -> list[str]:
 
 class ResultsRow:
     """The files one row of results/README.md names. Its cells quote them three ways: a path under results/
-    (`h200/...`, with braces and globs), a bare name of a file beside the experiments (`x.patch`), and a
-    shorthand for a sibling of a named file (`-compare.txt`, `.csv.gz`: the named file's stem with that end)."""
+    (`h200/...` or `h100/...`, with braces and globs), a bare name of a file beside the H200's experiments
+    (`x.patch`), and a shorthand for a sibling of a named file (`-compare.txt`, `.csv.gz`: the named file's stem with
+    that end)."""
 
     def __init__(self, line: str):
         self.names, self.ends, self.first_cell_names = [], [], []
         for cell_index, cell in enumerate(line.strip("|").split(" | ")):
             for token in re.findall(r"`([^`]+)`", cell):
-                if token.startswith("h200/"):
+                if token.startswith(("h200/", "h100/")):
                     found = ["results/" + name for name in expand_braces(token)]
                 elif re.fullmatch(r"[\w{},*][\w.{},*-]*\.[a-z{},.]+", token):
                     found = ["results/h200/experiments/" + name for name in expand_braces(token)]

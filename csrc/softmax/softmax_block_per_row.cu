@@ -27,14 +27,15 @@ constexpr int kMaxThreads = 1024;
 // forward 1000-2048 columns 0.62-0.81 -> 0.90-0.95 (docs/perf-log.md, session 20).
 constexpr int kMinUnitsInFlight = 4;
 
-template <typename T, int kVecs>
+// kWholeUnits: every row is aligned and a multiple of 16 bytes long (no edge slots, WholeUnits).
+template <typename T, int kVecs, bool kWholeUnits>
 __global__ __launch_bounds__(kMaxThreads) void softmax_parallel_block_per_row_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t cols,
     bool aligned) {
   const std::int64_t row = blockIdx.x;
   BlockScope scope;
-  softmax_segment_forward<T, kVecs>(x + row * x_stride, y + row * y_stride, 0, cols, threadIdx.x, blockDim.x,
-                                    aligned, scope);
+  softmax_segment_forward<T, kVecs, BlockScope, false, kWholeUnits>(x + row * x_stride, y + row * y_stride, 0, cols,
+                                                                    threadIdx.x, blockDim.x, aligned, scope);
 }
 
 template <typename T, int kVecs>
@@ -89,10 +90,12 @@ void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
     const BlockShape shape = block_shape<T, 1>(tile_span<T>(op.cols, op.aligned));
     dispatch_depth<kMaxDepth<T, 1>>(shape.depth, [&](auto depth) {
-      softmax_parallel_block_per_row_fwd<T, decltype(depth)::value>
-          <<<static_cast<unsigned>(op.rows), shape.threads, 0, ctx.stream>>>(
-              static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
-              op.aligned);
+      dispatch_flag(whole_units(op, vec_width<T>()), [&](auto whole) {
+        softmax_parallel_block_per_row_fwd<T, decltype(depth)::value, decltype(whole)::value>
+            <<<static_cast<unsigned>(op.rows), shape.threads, 0, ctx.stream>>>(
+                static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
+                op.aligned);
+      });
     });
   })
   CP_CHECK_LAUNCH("softmax_parallel_block_per_row_fwd");

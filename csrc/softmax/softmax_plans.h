@@ -24,6 +24,10 @@ struct RowOperands {
   bool aligned;
 };
 
+// Every row of the operands is whole 16-byte units of `width` elements: aligned, and cols a multiple
+// of width (the single-tile forward kernels' kWholeUnits form, WholeUnits).
+inline bool whole_units(const RowOperands& op, int width) { return op.aligned && op.cols % width == 0; }
+
 struct LaunchContext {
   cudaStream_t stream;
   int device;

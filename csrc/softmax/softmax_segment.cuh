@@ -220,6 +220,22 @@ struct SegmentEdges {
   }
 };
 
+// SegmentEdges' interface for a segment of whole 16-byte units (it starts on a unit boundary and
+// its length is a multiple of W; the host checks, kWholeUnits): no edge slots, the body is the
+// segment. The edge slots' split and loads cost the 16-bit warp_per_row forward 2% on such rows
+// (bf16 65536x256 0.86 -> 0.88 of copy without them; docs/perf-log.md, "Session 64 on the H200").
+template <typename T>
+struct WholeUnits {
+  static constexpr int kSlots = 0;
+  int body_lo, body_hi;
+
+  __device__ __forceinline__ WholeUnits(std::int64_t origin, std::int64_t begin, std::int64_t end)
+      : body_lo(static_cast<int>(begin - origin)), body_hi(static_cast<int>(end - origin)) {}
+  __device__ __forceinline__ void load(const T*, int, int, float, float (&)[1]) const {}
+  template <typename F>
+  __device__ __forceinline__ void store(T*, int, int, F) const {}
+};
+
 // v, which the compiler can no longer prove equal to anything it holds: what is computed from it
 // is computed again rather than kept live (SegmentEdges across a row reduction).
 __device__ __forceinline__ std::int64_t opaque(std::int64_t v) {
@@ -235,14 +251,16 @@ struct RereadHints {
   static constexpr L2Hint second = kHinted ? L2Hint::Streaming : L2Hint::Normal;
 };
 
-// y = softmax(x) over the row; this thread's part of [begin, end).
-template <typename T, int kVecs, typename Scope, bool kHinted = false>
+// y = softmax(x) over the row; this thread's part of [begin, end). kWholeUnits: the caller
+// guarantees whole 16-byte units (WholeUnits).
+template <typename T, int kVecs, typename Scope, bool kHinted = false, bool kWholeUnits = false>
 __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x, T* __restrict__ y,
                                                         std::int64_t begin, std::int64_t end, int lane, int lanes,
                                                         bool aligned, Scope& scope) {
   static_assert(kVecs <= kMaxUnitsPerThread, "tile does not fit the register budget");
   constexpr int W = vec_width<T>();
   const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * W;
+  aligned = aligned || kWholeUnits;  // known at compile time: no phase arithmetic
   const std::int64_t origin = tile_origin(x, begin, end, aligned);
   const bool y_vectors = same_phase(static_cast<const T*>(y), x, begin, aligned);
   Tile<T, kVecs> t;
@@ -251,10 +269,10 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
     // edge slots (SegmentEdges). While the fp32 exponentials fit the value budget they stay in
     // registers, rescaled from this thread's max to the row's by one factor, so each element
     // costs one exp; deeper 16-bit tiles (the portable split_row's, block_online's) recompute them instead.
-    using Edges = SegmentEdges<T, kScopeLanes<Scope>>;
+    using Edges = std::conditional_t<kWholeUnits, WholeUnits<T>, SegmentEdges<T, kScopeLanes<Scope>>>;
     const Edges edges(origin, begin, end);
     t.load_units(x, origin, edges.body_lo, edges.body_hi, lane, lanes, kNegInf);  // exp(-inf padding) = 0
-    float edge_v[Edges::kSlots];
+    float edge_v[Edges::kSlots > 0 ? Edges::kSlots : 1];  // (a C++ array has at least one element)
     edges.load(x + origin, lane, lanes, kNegInf, edge_v);
     float m = t.max(kNegInf);
 #pragma unroll

@@ -64,15 +64,16 @@ constexpr int fwd_min_blocks() {
   return sizeof(T) == 2 && kVecs == 2 && kLanes == 32 ? 6 : 0;
 }
 
-template <typename T, int kVecs, int kLanes>
+// kWholeUnits: every row is aligned and a multiple of 16 bytes long (no edge slots, WholeUnits).
+template <typename T, int kVecs, int kLanes, bool kWholeUnits>
 __global__ __launch_bounds__(kThreads, fwd_min_blocks<T, kVecs, kLanes>()) void softmax_parallel_warp_per_row_fwd(
     const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t rows,
     std::int64_t cols, bool aligned) {
   const GroupRow<kLanes> g(rows, cols);
   if (g.warp_done) return;
   LaneGroupScope<kLanes> scope;
-  softmax_segment_forward<T, kVecs>(x + g.row * x_stride, y + g.row * y_stride, 0, g.end, threadIdx.x % kLanes,
-                                    kLanes, aligned, scope);
+  softmax_segment_forward<T, kVecs, LaneGroupScope<kLanes>, false, kWholeUnits>(
+      x + g.row * x_stride, y + g.row * y_stride, 0, g.end, threadIdx.x % kLanes, kLanes, aligned, scope);
 }
 
 template <typename T, int kVecs, int kLanes>
@@ -125,10 +126,12 @@ void warp_per_row_forward(const RowOperands& op, const LaunchContext& ctx) {
     const GroupShape shape = group_shape<T>(tile_span<T>(op.cols, op.aligned), 1);
     dispatch_lanes(shape.lanes, [&](auto lanes) {
       dispatch_vecs<T, 1>(shape.depth, [&](auto depth) {
-        softmax_parallel_warp_per_row_fwd<T, decltype(depth)::value, decltype(lanes)::value>
-            <<<group_grid(op.rows, shape.lanes), kThreads, 0, ctx.stream>>>(
-                static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.rows,
-                op.cols, op.aligned);
+        dispatch_flag(whole_units(op, vec_width<T>()), [&](auto whole) {
+          softmax_parallel_warp_per_row_fwd<T, decltype(depth)::value, decltype(lanes)::value, decltype(whole)::value>
+              <<<group_grid(op.rows, shape.lanes), kThreads, 0, ctx.stream>>>(
+                  static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.rows,
+                  op.cols, op.aligned);
+        });
       });
     });
   })
