@@ -85,23 +85,29 @@ class SoftmaxGpuTest(GpuTestCase):
                             mock.patch.dict(module._TUNED, pinned):
                         self.check_direct(module, plan, rows, cols, dtype)
 
-    def test_triton_split_row_counters_left_zero(self):
-        """split_row's pooled counters ([ticket, exits, arrivals x rows]) are zero after every launch with many
-        chunks per row (the kernels' last program out resets them), and a second launch on the same buffer is right.
-        A CUDA graph captured with no pooled buffer large enough zeroes its own in the graph, on every replay, and
-        leaves the pool alone."""
+    def test_triton_split_row_workspace_counters_and_tags(self):
+        """split_row's pooled workspace ([ticket, exits, launches, partial words]): after every launch with many
+        chunks per row the ticket and exit counters are zero (the kernels' last program out resets them), the launch
+        count has advanced by one, and the launch's words carry its tag; the next launch on the same buffer, on fresh
+        inputs, reads its own partials, not the last launch's (its output is right). A CUDA graph captured with no
+        pooled buffer large enough zeroes its own in the graph, on every replay, and leaves the pool alone."""
         module = _backend_module("triton")
-        with mock.patch.dict(module._COUNTERS, clear=True):
+        with mock.patch.dict(module._WORKSPACES, clear=True):
+            launches = 0
             for dtype, cols in ((torch.float32, 1 << 20), (torch.bfloat16, (1 << 20) - 3)):
                 for _ in range(2):
-                    with self.subTest(dtype=dtype, cols=cols):
+                    with self.subTest(dtype=dtype, cols=cols, launch=launches):
                         self.check_direct(module, "split_row", 5, cols, dtype)
-                        for buffers in module._COUNTERS.values():
-                            for buffer in buffers:
-                                self.assertEqual(torch.count_nonzero(buffer).item(), 0)
+                        launches += 2  # check_direct launches the forward, then the backward
+                        (buffers,) = module._WORKSPACES.values()
+                        (buffer,) = buffers
+                        self.assertEqual(buffer[:3].tolist(), [0, 0, launches])
+                        tags = (buffer[3:] & 0xFFFFFFFF).unique().tolist()
+                        self.assertIn(launches, tags, "no word carries this launch's tag")
+                        self.assertLessEqual(max(tags), launches)
             self.skip_if_caching_allocator_off("the eager launches above ran; CUDA graph capture needs the caching "
                                                "allocator")
-            pooled = {key: list(buffers) for key, buffers in module._COUNTERS.items()}
+            pooled = {key: list(buffers) for key, buffers in module._WORKSPACES.items()}
             x = torch.randn(300, 1 << 17, device="cuda")  # more rows than any pooled buffer holds
             y = poisoned_like(x)
             stream = torch.cuda.Stream()
@@ -109,7 +115,7 @@ class SoftmaxGpuTest(GpuTestCase):
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, stream=stream):
                 module.forward(x, y, "split_row")
-            self.assertEqual(pooled, {key: list(buffers) for key, buffers in module._COUNTERS.items()})
+            self.assertEqual(pooled, {key: list(buffers) for key, buffers in module._WORKSPACES.items()})
             for _ in range(2):
                 y.fill_(float("nan"))
                 graph.replay()

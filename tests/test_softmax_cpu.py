@@ -595,19 +595,21 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
 
 
 @needs_interpreter
-class TritonSplitRowCountersTest(unittest.TestCase):
-    """split_row's counters ([ticket, exits, arrivals x rows]) come from a per-(device, stream) pool, zeroed once when
-    made; the kernels' last program out zeroes them again. Off the GPU a row is one chunk, but every program still
-    takes tickets, arrives, waits (for itself) and counts its exit."""
+class TritonSplitRowWorkspaceTest(unittest.TestCase):
+    """split_row's workspace ([ticket, exits, launches, partial words], int64) comes from a per-(device, stream) pool,
+    zeroed once when made; the kernels' last program out zeroes the ticket and exit counters and advances the launch
+    count, and every job publishes its partials (forward two words, backward one) tagged with the launch's count
+    plus one. Off the GPU a row is one chunk, but every program still takes tickets, publishes, waits (for itself)
+    and counts its exit."""
 
     def setUp(self):
-        patcher = mock.patch.dict(triton_softmax._COUNTERS, clear=True)  # a pool of this test's own
+        patcher = mock.patch.dict(triton_softmax._WORKSPACES, clear=True)  # a pool of this test's own
         patcher.start()
         self.addCleanup(patcher.stop)
 
     def pool(self) -> list:
-        self.assertEqual(list(triton_softmax._COUNTERS), [(CPU, 0)])
-        return triton_softmax._COUNTERS[(CPU, 0)]
+        self.assertEqual(list(triton_softmax._WORKSPACES), [(CPU, 0)])
+        return triton_softmax._WORKSPACES[(CPU, 0)]
 
     def run_split_row(self, direction, rows, cols):
         """One split_row call on fresh random inputs, checked against float64 torch."""
@@ -622,20 +624,35 @@ class TritonSplitRowCountersTest(unittest.TestCase):
             self.assertLessEqual(relative_error(dx, reference_grad(y, dy), grad_scale(y, dy)),
                                  TOLERANCE[torch.float32])
 
-    def test_counters_left_zero_and_reused(self):
-        # 300 rows: the reset's stores take two COUNTER_RESET_BLOCKs, the second one masked.
+    def test_counters_left_zero_words_tagged_and_reused(self):
         rows = 300
-        for direction in ("fwd", "bwd"):
+        for direction, words in (("fwd", 2 * rows), ("bwd", rows)):  # one chunk per row off the GPU
             with self.subTest(direction=direction):
-                triton_softmax._COUNTERS.clear()
+                triton_softmax._WORKSPACES.clear()
                 buffers = []
-                for _ in range(2):
+                for launch in (1, 2):
                     self.run_split_row(direction, rows, 70)
                     (buffer,) = self.pool()
-                    self.assertEqual(buffer.numel(), 2 + rows)
-                    self.assertTrue(torch.equal(buffer, torch.zeros_like(buffer)), buffer.nonzero())
+                    self.assertEqual(buffer.numel(), 3 + words)
+                    self.assertEqual(buffer[:3].tolist(), [0, 0, launch])
+                    self.assertTrue(torch.equal(buffer[3:] & 0xFFFFFFFF, torch.full((words,), launch)),
+                                    "a word without this launch's tag")
                     buffers.append(buffer)
                 self.assertIs(buffers[0], buffers[1])
+                if direction == "bwd":  # the backward's words are its row's y . dy, here about 0 (dy's mean)
+                    continue
+                maxes = (buffer[3:3 + rows] >> 32).to(torch.int32).view(torch.float32)
+                self.assertTrue(torch.all(maxes > 0), "the forward's max words hold no row maximum")
+
+    def test_launch_count_wraps_past_zero(self):
+        """The launch count runs modulo LAUNCH_TAGS (2**32 - 1), so a tag (count + 1) is never 0, the words of a
+        buffer just made."""
+        self.run_split_row("fwd", 2, 50)
+        (buffer,) = self.pool()
+        buffer[2] = triton_softmax.LAUNCH_TAGS.value - 1  # the last count before the wrap: tag 2**32 - 1
+        self.run_split_row("fwd", 2, 50)
+        self.assertEqual(buffer[:3].tolist(), [0, 0, 0])
+        self.assertTrue(torch.equal(buffer[3:] & 0xFFFFFFFF, torch.full((4,), triton_softmax.LAUNCH_TAGS.value)))
 
     def test_too_small_buffer_is_not_reused(self):
         self.run_split_row("fwd", 2, 50)
@@ -644,13 +661,11 @@ class TritonSplitRowCountersTest(unittest.TestCase):
         pool = self.pool()
         self.assertEqual(len(pool), 2)
         self.assertIs(pool[0], small)
-        self.assertGreaterEqual(pool[1].numel(), 2 + 6)
-        for buffer in pool:
-            self.assertTrue(torch.equal(buffer, torch.zeros_like(buffer)))
+        self.assertGreaterEqual(pool[1].numel(), 3 + 6)
         self.run_split_row("fwd", 2, 50)  # fits the first again
-        self.run_split_row("fwd", 5, 50)  # fits only the larger one
+        self.run_split_row("fwd", 3, 50)  # fits only the larger one (6 words)
         self.assertEqual(len(self.pool()), 2)  # neither call made a third
-        self.assertTrue(all(torch.equal(buffer, torch.zeros_like(buffer)) for buffer in pool))
+        self.assertEqual([buffer[:3].tolist() for buffer in pool], [[0, 0, 2], [0, 0, 2]])
 
 
 @needs_interpreter

@@ -44,11 +44,12 @@ memory, which Triton cannot express):
                  registers through the exchange (16-bit rows as words of two elements), taken when
                  many rows are in flight; streamed, a chunk is many tiles, re-read from L2 (all
                  chunks in flight fit the L2 budget). Bound: bytes, 1 read + 1 write (streamed: as
-                 block_online), plus one exchange per row. The ticket and arrival counters reset
-                 themselves (the last program out zeroes them), so each stream's counters buffer is
-                 zeroed once when made, not per call (_counters). The interpreter runs programs one
-                 after another, so a wait for another program would never end there: off the GPU
-                 every row is one chunk, and the exchange across programs runs on GPUs only.
+                 block_online), plus one exchange per row. The ticket and exit counters reset
+                 themselves (the last program out zeroes them) and the partials carry a launch tag,
+                 so each stream's workspace is zeroed once when made, not per call (_workspace). The
+                 interpreter runs programs one after another, so a wait for another program would
+                 never end there: off the GPU every row is one chunk, and the exchange across programs
+                 runs on GPUs only.
 
 Bytes in flight, backward. A streaming program with plain loads has one tile in flight, and split_row's backward runs
 two programs per SM at long rows: too few bytes against the ~40 KiB per SM that 4.2 TB/s x ~1.2 us of DRAM latency
@@ -126,7 +127,7 @@ SPLIT_ROW_BWD_PROGRAMS_PER_SM = 2
 # wave. The "64 warps per SM" rule this replaces counted 4 programs of 16 warps (2 fit at 64 registers, 1 at 78):
 # 2048x50257 bf16 ran 333 forward programs where 264 fit.
 PLAIN_STREAM_REGISTERS = {"fwd": 64, "bwd": 80}
-COUNTER_RESET_BLOCK = tl.constexpr(256)  # split_row: arrival counters the last program zeroes per store (_leave)
+LAUNCH_TAGS = tl.constexpr(2**32 - 1)  # split_row: a launch's tag is its count modulo this, plus 1 (never 0: _leave)
 FLT_MAX = tl.constexpr(3.4028234663852886e38)
 LOG2E = tl.constexpr(1.4426950408889634)
 # Whether the kernels may use inline PTX: compiled, not interpreted. The interpreter cannot run it (it takes the
@@ -571,46 +572,91 @@ def softmax_bwd_block_online_kernel(y_ptr, dy_ptr, dx_ptr, rows, cols, y_row_str
 
 
 # ----------------------------------------------------------------------------- split_row
-# One persistent kernel per direction. Counters (int32): [ticket, exits, arrivals x rows]. Jobs are (row, chunk)
-# pairs in row-major order, handed out by the ticket counter in the order programs ask; arrivals[row] counts the
-# row's chunks whose partial is published. A program runs pass 1 over its chunk, publishes the partial, waits for
-# its row's other chunks, then runs pass 2 over the same chunk at once, so the re-read follows the first read on
-# the same SM while the chunk is still in L2 (CUDA v13's order; the job stream that put other jobs between the two
-# reads lost L2, perf log).
+# One persistent kernel per direction. Workspace (int64): [ticket, exits, launches, partial words]. Jobs are (row,
+# chunk) pairs in row-major order, handed out by the ticket counter in the order programs ask. A program runs pass 1
+# over its chunk, publishes its partial, waits for its row's other chunks' partials, then runs pass 2 over the same
+# chunk at once, so the re-read follows the first read on the same SM while the chunk is still in L2 (CUDA v13's
+# order; the job stream that put other jobs between the two reads lost L2, perf log).
+# The exchange is one round trip, as the CUDA one since 2b9e492: a partial is a 64-bit word, its fp32 value in the
+# high half and the launch's tag in the low (_publish), so the row's words are polled until each carries this launch's
+# tag and are then the values themselves (_published). The forward publishes two words a job (max, then sum: words
+# [jobs) and [jobs, 2 jobs)), the backward one (y . dy). Each word is single-copy atomic on its own, so nothing else
+# needs ordering. Before (a counter per row: a release arrive, acquire polls by one thread whose value two barriers
+# broadcast, then a load of the partials) the wait took 38% of the held kernels' stall samples (ncu, session 65).
 # Deadlock freedom: a program holds one job at a time and tickets go out in order, so the oldest unfinished
 # row's chunks are all held by running programs that wait for nothing else; chunks <= programs, and every
 # program is resident (the grid is what the registers hold, each capped to its share).
-# The counters must be zero at launch, and every launch leaves them zero (_leave), as the CUDA GEMM's split-K tile
-# counters (csrc/gemm/gemm_05_wgmma_tma_sm90a.cu): the host zeroes a pooled buffer once (_counters), not per call,
-# because the memset launch cost a few microseconds of a 30-50 us kernel at 4x4194304.
+# The ticket and exit counters must be zero at launch and every launch leaves them zero; the words are never reset:
+# the last program out advances `launches` (_leave), so the next launch's tag differs from every word's. As the CUDA
+# GEMM's split-K tile counters (csrc/gemm/gemm_05_wgmma_tma_sm90a.cu), the host zeroes a pooled buffer once
+# (_workspace), not per call: the memset launch cost a few microseconds of a 30-50 us kernel at 4x4194304.
 
 
 @triton.jit
 def _take_ticket(counters_ptr):
-    return tl.atomic_add(counters_ptr, 1, sem="relaxed")
+    """The next job (int32, as `jobs`: the workspace's int64 count made the job's row and chunk arithmetic 64-bit, and
+    ptxas spilled 8-104 bytes in the kernels that move element by element, session 66)."""
+    return tl.atomic_add(counters_ptr, 1, sem="relaxed").to(tl.int32)
+
+
+@triton.jit
+def _launch_tag(counters_ptr):
+    """This launch's tag (1 .. LAUNCH_TAGS): the launches before it on the buffer, modulo LAUNCH_TAGS, plus 1. Zero,
+    the words of a buffer just made, is never a tag. Only the last program out writes the count, after every program
+    of the launch has left (_leave), so every read in a launch gives the same tag."""
+    return tl.load(counters_ptr + 2) + 1
+
+
+@triton.jit
+def _publish(word_ptr, value, tag):
+    """Publish a chunk's fp32 partial as one 64-bit word: its bits in the high half, the launch's tag in the low."""
+    bits = value.to(tl.uint32, bitcast=True).to(tl.int64)  # zero-extended: the low half is the tag's alone
+    tl.atomic_xchg(word_ptr, (bits << 32) | tag, sem="relaxed")
+
+
+@triton.jit
+def _published(words_ptr, first, count, tag, pair_offset, POLL_LANES: tl.constexpr, PAIR: tl.constexpr):
+    """The fp32 partials of words [first, first + count) at words_ptr, and with PAIR those pair_offset words on too,
+    read again until every one carries `tag`: one load of each per round, so a pair costs one round trip. The loop's
+    condition is a reduction over the program, so every thread leaves it together (a per-thread poll gave the 16-bit
+    held kernels a stack frame, session 65). POLL_LANES is at least the program's threads, so a word is one thread's
+    and the warps past the row's words issue no loads: sized to the chunks instead, the words sat in every warp at
+    once, each warp polled them all, and 16-warp programs lost 8-20% (H100, session 65). Lanes past count give 0
+    (the caller masks them)."""
+    tag32 = tag.to(tl.int32)
+    part = tl.arange(0, POLL_LANES)
+    first_values = tl.zeros([POLL_LANES], tl.float32)  # the words' high halves: a register each, not two
+    second_values = tl.zeros([POLL_LANES], tl.float32)
+    waiting = 1
+    while waiting != 0:
+        words = tl.load(words_ptr + first + part, mask=part < count, other=tag, volatile=True)
+        tagged = words.to(tl.int32) == tag32
+        first_values = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+        if PAIR:
+            words = tl.load(words_ptr + pair_offset + first + part, mask=part < count, other=tag, volatile=True)
+            tagged &= words.to(tl.int32) == tag32
+            second_values = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+        waiting = tl.max(1 - tagged.to(tl.int32), axis=0)
+    return first_values, second_values
 
 
 @triton.jit(noinline=True)
-def _leave(counters_ptr, jobs, chunks):
-    """Called by every program once its job loop has ended: the last program out zeroes the counters
-    ([ticket, exits, arrivals x rows], rows = jobs / chunks; chunks is 0 only for rows of no columns, and then there
-    are no jobs) for the next launch.
+def _leave(counters_ptr):
+    """Called by every program once its job loop has ended: the last program out zeroes the ticket and exit counters
+    and advances the launch count (the next launch's tag) for the next launch.
 
     Memory order: a program reaches its exit only after its last wait succeeded and its last ticket came back
     >= jobs, and its acq_rel add on `exits` releases all that. The add that returns programs - 1 acquires every
     earlier one (read-modify-writes of one location form a release sequence), so every other program's ticket,
-    arrival and poll happens before the zeroing stores, and no program of this launch touches the counters after
-    them. The kernel boundary makes the zeros visible to the next launch on the stream. (Scalar atomics run on
+    tag read, publishes and polls happen before these stores, and no program of this launch touches the workspace
+    after them. The kernel boundary makes them visible to the next launch on the stream. (Scalar atomics run on
     one thread of the program, and Triton broadcasts the result through shared memory behind a barrier before
     the other threads store.)
     Not inlined: inlined, this tail made ptxas spill 4 bytes in the 16-bit unaligned forward at its 64-register cap
     (a loop-invariant shared-memory address, stored at entry and reloaded once per job); as a call (once per
     program) every split_row kernel keeps its registers and spills nothing (ptxas, sm_90a)."""
     if tl.atomic_add(counters_ptr + 1, 1, sem="acq_rel") == tl.num_programs(0) - 1:
-        rows = jobs // tl.maximum(chunks, 1)
-        for first in range(0, rows, COUNTER_RESET_BLOCK):
-            row = first + tl.arange(0, COUNTER_RESET_BLOCK)
-            tl.store(counters_ptr + 2 + row, tl.zeros([COUNTER_RESET_BLOCK], tl.int32), mask=row < rows)
+        tl.store(counters_ptr + 2, (tl.load(counters_ptr + 2) + 1) % LAUNCH_TAGS)
         tl.store(counters_ptr, 0)
         tl.store(counters_ptr + 1, 0)
 
@@ -620,15 +666,6 @@ def _job_chunk(job, chunks, chunk_cols, cols):
     """(row, first column, end column) of a job: chunk job % chunks of row job // chunks."""
     start = (job % chunks) * chunk_cols
     return (job // chunks).to(tl.int64), start, tl.minimum(start + chunk_cols, cols)
-
-
-@triton.jit
-def _arrive_and_wait(arrivals_ptr, expected):
-    """Count this program's partial (stored just before) as published, then wait until `expected` are."""
-    tl.debug_barrier()  # every thread's partial store comes before the releasing arrival
-    tl.atomic_add(arrivals_ptr, 1, sem="release")
-    while tl.atomic_add(arrivals_ptr, 0, sem="acquire") < expected:
-        pass
 
 
 @triton.jit
@@ -864,9 +901,11 @@ def _grad_held(dx_row, start, stop, y, dy, y_edges, dy_edges, dot, BLOCK_N: tl.c
 # pass 1 online (_online_max_sum) and pass 2 re-reading it from L2. Bound: bytes, one read and one write (streamed:
 # up to two reads), plus one (max, sum) exchange per row.
 @triton.jit
-def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, cols, x_row_stride, y_row_stride,
-                                 chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, CHUNKS_P2: tl.constexpr,
-                                 THREADS: tl.constexpr, EDGES: tl.constexpr, HELD: tl.constexpr):
+def softmax_fwd_split_row_kernel(x_ptr, y_ptr, counters_ptr, cols, x_row_stride, y_row_stride, chunks, chunk_cols, jobs,
+                                 BLOCK_N: tl.constexpr, POLL_LANES: tl.constexpr, THREADS: tl.constexpr,
+                                 EDGES: tl.constexpr, HELD: tl.constexpr):
+    words_ptr = counters_ptr + 3
+    tag = _launch_tag(counters_ptr)
     job = _take_ticket(counters_ptr)
     while job < jobs:
         row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
@@ -880,13 +919,12 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
             chunk_max, chunk_sum = _held_max_sum(x, x_edges, x_ptr.dtype.element_ty)
         else:
             chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, THREADS, EDGES)
-        tl.store(max_ptr + job, chunk_max)
-        tl.store(sum_ptr + job, chunk_sum)
-        _arrive_and_wait(counters_ptr + 2 + row, chunks)
-        part = tl.arange(0, CHUNKS_P2)
-        part_max = tl.load(max_ptr + row * chunks + part, mask=part < chunks, other=float("-inf"),
-                           cache_modifier=".cg")
-        part_sum = tl.load(sum_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg")
+        _publish(words_ptr + job, chunk_max, tag)
+        _publish(words_ptr + jobs + job, chunk_sum, tag)
+        in_row = tl.arange(0, POLL_LANES) < chunks
+        part_max, part_sum = _published(words_ptr, row * chunks, chunks, tag, jobs, POLL_LANES, PAIR=True)
+        part_max = tl.where(in_row, part_max, float("-inf"))
+        part_sum = tl.where(in_row, part_sum, 0.0)
         row_max = tl.max(part_max, axis=0)
         inv_sum = 1.0 / tl.sum(part_sum * _exp(part_max - row_max), axis=0)
         if HELD:
@@ -894,17 +932,19 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, counters_ptr, c
         else:
             _normalize_span_reversed(x_row, y_row, start, stop, row_max, inv_sum, BLOCK_N, EDGES)
         job = _take_ticket(counters_ptr)
-    _leave(counters_ptr, jobs, chunks)
+    _leave(counters_ptr)
 
 
 # split_row backward (the scheme above): per job the chunk's partial y . dy (HELD: y and dy kept in registers;
 # streamed: pass 1 software-pipelined STAGES deep), the row's partials summed after the exchange, dx written.
 # Bound: bytes, two reads and one write (streamed: up to four reads), plus one exchange per row.
 @triton.jit
-def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, cols, y_row_stride, dy_row_stride,
+def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, counters_ptr, cols, y_row_stride, dy_row_stride,
                                  dx_row_stride, chunks, chunk_cols, jobs, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
-                                 CHUNKS_P2: tl.constexpr, STREAM_STORES: tl.constexpr, EDGES: tl.constexpr,
+                                 POLL_LANES: tl.constexpr, STREAM_STORES: tl.constexpr, EDGES: tl.constexpr,
                                  HELD: tl.constexpr):
+    words_ptr = counters_ptr + 3
+    tag = _launch_tag(counters_ptr)
     job = _take_ticket(counters_ptr)
     while job < jobs:
         row, start, stop = _job_chunk(job, chunks, chunk_cols, cols)
@@ -917,19 +957,18 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, dot_ptr, counters_ptr, c
         if HELD:
             y, y_edges = _load_held(y_row, start, stop, 0.0, BLOCK_N, EDGES)
             dy, dy_edges = _load_held(dy_row, start, stop, 0.0, BLOCK_N, EDGES)
-            tl.store(dot_ptr + job, _held_dot(y, dy, y_edges, dy_edges, y_ptr.dtype.element_ty))
+            _publish(words_ptr + job, _held_dot(y, dy, y_edges, dy_edges, y_ptr.dtype.element_ty), tag)
         else:
-            tl.store(dot_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES, EDGES))
-        _arrive_and_wait(counters_ptr + 2 + row, chunks)
-        part = tl.arange(0, CHUNKS_P2)
-        dot = tl.sum(tl.load(dot_ptr + row * chunks + part, mask=part < chunks, other=0.0, cache_modifier=".cg"),
-                     axis=0)
+            _publish(words_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES, EDGES), tag)
+        in_row = tl.arange(0, POLL_LANES) < chunks
+        part_dot, _ = _published(words_ptr, row * chunks, chunks, tag, 0, POLL_LANES, PAIR=False)
+        dot = tl.sum(tl.where(in_row, part_dot, 0.0), axis=0)
         if HELD:
             _grad_held(dx_row, start, stop, y, dy, y_edges, dy_edges, dot, BLOCK_N, EDGES)
         else:
             _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N, STREAM_STORES, EDGES)
         job = _take_ticket(counters_ptr)
-    _leave(counters_ptr, jobs, chunks)
+    _leave(counters_ptr)
 
 
 # ----------------------------------------------------------------------------- launch configuration
@@ -1133,6 +1172,12 @@ def held_config(cols: int, dtype: torch.dtype, direction: str) -> LaunchConfig:
     return held._replace(block_n=block_n, num_warps=max(4, held.num_warps * block_n // held.block_n))
 
 
+def _poll_lanes(chunks: int, config: LaunchConfig) -> int:
+    """split_row's POLL_LANES for rows of `chunks` chunks: a power of two that holds them and at least the program's
+    threads (_published)."""
+    return max(triton.next_power_of_2(chunks), 32 * config.num_warps)
+
+
 def _held_chunk_cols(cols: int, block_n: int) -> int:
     """Columns per held chunk: the fewest chunks of at most block_n columns, of equal length in whole 16-element units
     (so a chunk's inner bounds fall on 16-byte boundaries in every dtype)."""
@@ -1299,28 +1344,30 @@ def _block_online_programs(rows: int, config: LaunchConfig, device: torch.device
     return rows if programs >= min(rows, _sm_count(device) * config.per_sm) else programs
 
 
-# split_row's counters ([ticket, exits, arrivals x rows], int32), per (device, stream), zeroed once when made: the
-# kernels need them zero at launch and leave them zero (_leave), so no call pays a memset launch. Launches on one
-# stream run in order and share a buffer, forward and backward alike; each stream gets its own (torch hands out
-# streams from a small pool, so the buffers stay few). A buffer serves any launch of at most numel - 2 rows. Buffers
-# are never freed, because a captured CUDA graph keeps the address it was captured with. Such a graph must therefore
-# not be replayed on another stream at the same time as split_row launches on the stream it was captured on: the
-# two would share counters. A capture that finds no buffer large enough gets one of its own, zeroed by a memset node
-# in the graph and kept out of the pool: its zeros exist only once the graph has run, so no launch outside the graph
-# may use it. A launch that never finishes (an aborted kernel) leaves its buffer nonzero. Interpreter (CPU) tensors
-# key on (device, 0).
-_COUNTERS: dict[tuple[torch.device, int], list[torch.Tensor]] = {}
+# split_row's workspaces ([ticket, exits, launches, partial words], int64), per (device, stream), zeroed once when
+# made: the kernels need the ticket and exit counters zero at launch and leave them zero, and tag their words with the
+# launch count they advance (_leave, _publish), so no call pays a memset launch. Launches on one stream run in order
+# and share a buffer, forward and backward alike; each stream gets its own (torch hands out streams from a small
+# pool, so the buffers stay few). A buffer serves any launch of at most numel - 3 words. Buffers are never freed,
+# because a captured CUDA graph keeps the address it was captured with. Such a graph must therefore not be replayed
+# on another stream at the same time as split_row launches on the stream it was captured on: the two would share a
+# workspace. A capture that finds no buffer large enough gets one of its own, zeroed by a memset node in the graph
+# (every replay starts from zeros, tag 1) and kept out of the pool: its zeros exist only once the graph has run, so
+# no launch outside the graph may use it. A launch that never finishes (an aborted kernel) leaves its counters
+# nonzero. A word left by a launch LAUNCH_TAGS launches earlier on the same buffer would read as published.
+# Interpreter (CPU) tensors key on (device, 0).
+_WORKSPACES: dict[tuple[torch.device, int], list[torch.Tensor]] = {}
 
 
-def _counters(rows: int, device: torch.device) -> torch.Tensor:
-    """A zeroed int32 counters buffer of at least 2 + rows for a split_row launch on device's current stream."""
+def _workspace(words: int, device: torch.device) -> torch.Tensor:
+    """A split_row workspace (int64, zero counters) of at least 3 + words for a launch on device's current stream."""
     stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    for buffer in _COUNTERS.get((device, stream), []):
-        if buffer.numel() >= 2 + rows:
+    for buffer in _WORKSPACES.get((device, stream), []):
+        if buffer.numel() >= 3 + words:
             return buffer
-    buffer = torch.zeros(2 + rows, dtype=torch.int32, device=device)
+    buffer = torch.zeros(3 + words, dtype=torch.int64, device=device)
     if not (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
-        _COUNTERS.setdefault((device, stream), []).append(buffer)
+        _WORKSPACES.setdefault((device, stream), []).append(buffer)
     return buffer
 
 
@@ -1505,12 +1552,10 @@ def _launch_forward(x2d: torch.Tensor, y2d: torch.Tensor, plan: str, config: Lau
                                               num_warps=config.num_warps, maxnreg=config.maxnreg, **LAUNCH_OPTIONS)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, x2d.element_size(), config, x2d.device)
-        counters = _counters(rows, x2d.device)  # zero; the kernel leaves it zero (split_row comment above _take_ticket)
-        part_max = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
-        part_sum = torch.empty(rows * chunks, dtype=torch.float32, device=x2d.device)
+        workspace = _workspace(2 * rows * chunks, x2d.device)  # the split_row comment above _take_ticket
         softmax_fwd_split_row_kernel[(programs,)](
-            x2d, y2d, part_max, part_sum, counters, cols, x_stride, y_stride, chunks, chunk_cols, rows * chunks,
-            BLOCK_N=config.block_n, CHUNKS_P2=triton.next_power_of_2(chunks), THREADS=32 * config.num_warps,
+            x2d, y2d, workspace, cols, x_stride, y_stride, chunks, chunk_cols, rows * chunks,
+            BLOCK_N=config.block_n, POLL_LANES=_poll_lanes(chunks, config), THREADS=32 * config.num_warps,
             EDGES=edges, HELD=config.held, num_warps=config.num_warps, maxnreg=config.maxnreg, **LAUNCH_OPTIONS)
 
 
@@ -1575,11 +1620,10 @@ def _launch_backward(y2d: torch.Tensor, dy2d: torch.Tensor, dx2d: torch.Tensor, 
                                               num_warps=config.num_warps, maxnreg=config.maxnreg, **LAUNCH_OPTIONS)
     else:
         chunks, chunk_cols, programs = _split_geometry(rows, cols, 2 * y2d.element_size(), config, y2d.device)
-        counters = _counters(rows, y2d.device)  # as the forward's
-        part_dot = torch.empty(rows * chunks, dtype=torch.float32, device=y2d.device)
+        workspace = _workspace(rows * chunks, y2d.device)  # as the forward's
         softmax_bwd_split_row_kernel[(programs,)](
-            y2d, dy2d, dx2d, part_dot, counters, cols, *strides, chunks, chunk_cols, rows * chunks,
-            BLOCK_N=config.block_n, STAGES=config.stages, CHUNKS_P2=triton.next_power_of_2(chunks),
+            y2d, dy2d, dx2d, workspace, cols, *strides, chunks, chunk_cols, rows * chunks,
+            BLOCK_N=config.block_n, STAGES=config.stages, POLL_LANES=_poll_lanes(chunks, config),
             STREAM_STORES=config.stream_stores, EDGES=edges, HELD=config.held,
             num_warps=config.num_warps, maxnreg=config.maxnreg, **LAUNCH_OPTIONS)
 
@@ -1598,9 +1642,9 @@ def aot_specs(dtype: torch.dtype):
     bwd = {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "rows": "i32", "cols": "i32", "y_row_stride": "i64",
            "dy_row_stride": "i64", "dx_row_stride": "i64"}
     chunk_args = {"chunks": "i32", "chunk_cols": "i32", "jobs": "i32"}
-    split_fwd = {"x_ptr": ptr, "y_ptr": ptr, "max_ptr": "*fp32", "sum_ptr": "*fp32", "counters_ptr": "*i32",
-                 "cols": "i32", "x_row_stride": "i64", "y_row_stride": "i64", **chunk_args}
-    split_bwd = {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "dot_ptr": "*fp32", "counters_ptr": "*i32", "cols": "i32",
+    split_fwd = {"x_ptr": ptr, "y_ptr": ptr, "counters_ptr": "*i64", "cols": "i32", "x_row_stride": "i64",
+                 "y_row_stride": "i64", **chunk_args}
+    split_bwd = {"y_ptr": ptr, "dy_ptr": ptr, "dx_ptr": ptr, "counters_ptr": "*i64", "cols": "i32",
                  "y_row_stride": "i64", "dy_row_stride": "i64", "dx_row_stride": "i64", **chunk_args}
     stream = launch_config("block_online", dtype, 1 << 20)
     split = launch_config("split_row", dtype, 1 << 20)
@@ -1657,8 +1701,8 @@ def aot_specs(dtype: torch.dtype):
             ("softmax_fwd_block_online_kernel", softmax_fwd_block_online_kernel, fwd,
              {"BLOCK_N": stream.block_n, "THREADS": 32 * stream.num_warps, "EDGES": edges}, stream, specializations),
             ("softmax_fwd_split_row_kernel", softmax_fwd_split_row_kernel, split_fwd,
-             {"BLOCK_N": split.block_n, "CHUNKS_P2": 256, "THREADS": 32 * split.num_warps, "EDGES": edges,
-              "HELD": False}, split, specializations),
+             {"BLOCK_N": split.block_n, "POLL_LANES": _poll_lanes(256, split), "THREADS": 32 * split.num_warps,
+              "EDGES": edges, "HELD": False}, split, specializations),
         ]
     # split_row's held form, in the specializations it launches in (split_row_config): 16-byte rows, and EDGES; each
     # tile it holds (held_config).
@@ -1668,15 +1712,18 @@ def aot_specs(dtype: torch.dtype):
     if dtype.itemsize == 2:
         held_forms.append(("fwd", softmax_fwd_split_row_kernel, split_fwd, HELD_QUARTER_FWD))
     for direction, fn, sig, held in held_forms:
+        # The most chunks a row has in this form: the quarter tile's rows are at most HELD_QUARTER_MAX_ROW_BYTES
+        # (8 chunks, a poll lane per thread); the others' are bounded by the SMs (split_row_config), 256 here.
+        chunks = HELD_QUARTER_MAX_ROW_BYTES // (held.block_n * dtype.itemsize) if held is HELD_QUARTER_FWD else 256
         for edges, specializations in ((False, aligned_only), (True, unaligned_only)):
-            consts = {"BLOCK_N": held.block_n, "CHUNKS_P2": 256, "EDGES": edges, "HELD": True}
+            consts = {"BLOCK_N": held.block_n, "POLL_LANES": _poll_lanes(chunks, held), "EDGES": edges, "HELD": True}
             consts.update({"THREADS": 32 * held.num_warps} if direction == "fwd"
                           else {"STAGES": held.stages, "STREAM_STORES": held.stream_stores})
             entries.append((fn.__name__, fn, sig, consts, held, specializations))
     for name, fn, sig, plan, extra in (
         ("softmax_bwd_block_online_kernel", softmax_bwd_block_online_kernel, bwd, "block_online", {}),
         ("softmax_bwd_split_row_kernel", softmax_bwd_split_row_kernel, split_bwd, "split_row",
-         {"CHUNKS_P2": 256, "HELD": False}),
+         {"HELD": False}),
     ):
         for aligned, edges, specializations in ((True, False, aligned_only), (False, False, unaligned_only),
                                                 (True, True, unaligned_only)):
@@ -1687,6 +1734,8 @@ def aot_specs(dtype: torch.dtype):
             for config in configs:
                 consts = {"BLOCK_N": config.block_n, "STAGES": config.stages, **extra,
                           "STREAM_STORES": config.stream_stores, "EDGES": edges}
+                if plan == "split_row":
+                    consts["POLL_LANES"] = _poll_lanes(256, config)
                 entries.append((name, fn, sig, consts, config, specializations))
 
     specs = []
