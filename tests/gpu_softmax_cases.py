@@ -153,6 +153,24 @@ class SoftmaxGpuTest(GpuTestCase):
                 with self.subTest(form=form, dtype=dtype, values="special"):
                     self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[dtype], "special values")
 
+    def test_triton_split_row_more_chunks_than_threads(self):
+        """A streamed split_row forward whose row has more chunks than a program has threads, so each thread polls
+        several of the row's words (_published, POLL_LANES past the threads; no preset shape gets there): one fp32 row
+        long enough for that on this GPU, forward and backward against float64."""
+        if "triton" not in SWEEP_BACKENDS:
+            self.skipTest("the Triton backend is not in CUDA_PORTFOLIO_TEST_BACKENDS")
+        module = _backend_module("triton")
+        for cols in (6 << 20, 12 << 20, 24 << 20):
+            x = torch.empty(1, cols, device="cuda")
+            config = module._table_config("split_row", x, "fwd", (True, False))
+            chunks, _, _ = module._split_geometry(1, cols, x.element_size(), config, x.device)
+            if module._poll_lanes(chunks, config) > 32 * config.num_warps:
+                break
+        else:
+            self.skipTest("no row of up to 24M fp32 columns has more chunks than threads on this GPU")
+        del x
+        self.check_direct(module, "split_row", 1, cols, torch.float32)
+
     def runnable(self, backend, rows, cols, dtype):
         module = _backend_module(backend)
         for plan in module.plans():
