@@ -85,7 +85,8 @@ class ArgumentTest(unittest.TestCase):
 
     def test_bad_arguments_exit_2(self):
         for argv in (["--shapes", "4096x"], ["--shapes", "0x5"], ["--shapes", "2x3x4x5"], ["--dtype", "float64"],
-                     ["--op", "matmul", "--shapes", "64x64"], ["--rounds", "0"], ["--op", "conv"],
+                     ["--op", "matmul", "--shapes", "64x64"], ["--op", "matmul", "--shapes", "vocab"],
+                     ["--rounds", "0"], ["--op", "conv"],
                      ["--case-timeout", "0"], ["--case-timeout", "-5"], ["--plans", " , "]):
             with self.subTest(argv=argv), self.assertRaises(SystemExit) as ctx:
                 with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
@@ -130,6 +131,16 @@ class PresetTest(unittest.TestCase):
     def test_quick_is_a_subset_of_full(self):
         self.assertTrue(set(shapes.SOFTMAX_QUICK) < set(shapes.SOFTMAX_FULL))
         self.assertTrue(set(shapes.MATMUL_QUICK) < set(shapes.MATMUL_FULL))
+
+    def test_vocab_preset_is_softmax_only_with_ragged_and_whole_unit_rows(self):
+        args = cli.parse_args(["--shapes", "vocab"])
+        self.assertEqual(args.shape_lists, {"softmax": shapes.SOFTMAX_VOCAB, "matmul": []})
+        self.assertEqual(len(cli.case_specs(args)), 2 * 2 * len(shapes.SOFTMAX_VOCAB))
+        # 2-byte and 4-byte elements: rows that are whole 16-byte units and rows that are not (the EDGES paths)
+        ragged = {n for _, n in shapes.SOFTMAX_VOCAB if (n * 2) % 16 and (n * 4) % 16}
+        whole = {n for _, n in shapes.SOFTMAX_VOCAB if (n * 2) % 16 == 0}
+        self.assertEqual(ragged, {50257, 100277})
+        self.assertEqual(whole, {32000, 50304, 128256, 151936})
 
     def test_parse_shape(self):
         self.assertEqual(shapes.parse_shape("4000X3000x2000"), (4000, 3000, 2000))

@@ -26,6 +26,7 @@ from .shapes import parse_dtypes, shape_text, shapes_for
 EPILOG = """examples:
   %(prog)s --op all --shapes quick                    both ops, both backends, a few shapes (~2-3 min on H200)
   %(prog)s --op softmax --shapes full --plans all     every softmax plan on the full preset
+  %(prog)s --op softmax --shapes vocab                LM logits: 4096 tokens x six tokenizers' vocabularies
   %(prog)s --op softmax --shapes 16384x1024 --plans auto,warp_per_row,block_per_row   two plans beside auto's pick
   %(prog)s --op matmul --shapes 4096x4096x4096,4000x3000x2000 --dtype bf16 --plot gemm.png
   %(prog)s --op softmax --shapes 4096x4096 --direction bwd --dtype fp32,bf16
@@ -42,7 +43,8 @@ def build_parser(prog: str = "cuda_portfolio.bench") -> argparse.ArgumentParser:
     p.add_argument("--dtype", default=None, help="comma list of float32/float16/bfloat16 (fp32/fp16/bf16); "
                    "default: softmax float32,bfloat16; matmul bfloat16,float16")
     p.add_argument("--direction", choices=("fwd", "bwd", "both"), default="both", help="softmax direction(s)")
-    p.add_argument("--shapes", default="quick", help="quick | full | comma list of MxN (softmax) and MxNxK (matmul)")
+    p.add_argument("--shapes", default="quick", help="quick | full | vocab (softmax only: 4096 tokens over common "
+                   "LM vocabularies) | comma list of MxN (softmax) and MxNxK (matmul)")
     p.add_argument("--plans", default="auto",
                    help="auto: the plan/kernel 'auto' picks; all: every softmax plan and GEMM kernel; or a comma "
                    "list of names (for example auto,warp_per_row,block_per_row), each timed on the backends that "
@@ -90,7 +92,7 @@ def parse_args(argv, prog: str = "cuda_portfolio.bench") -> argparse.Namespace:
         parser.error(str(exc))
     if not any(args.shape_lists.values()):
         parser.error(f"--shapes {args.shapes!r} gives no shape for --op {args.op} "
-                     "(softmax takes MxN, matmul takes MxNxK)")
+                     "(softmax takes MxN, matmul takes MxNxK; the vocab preset is softmax's)")
     return args
 
 
