@@ -35,8 +35,9 @@ const std::vector<std::string>& gemm_kernels();
 // "" when `kernel` can run these operands on `device`, otherwise the reason (unknown name,
 // dtype, layout, alignment, architecture, shape mismatch). gemm() throws std::invalid_argument
 // with the same text. Not checked here: the launchers' 32-bit size limits (output tiles under
-// 2^31 in every tiled version, wgmma_tma's M, N and K under 2^31, register_blocked's K under
-// 2^35), which gemm() alone enforces.
+// 2^31 in register_blocked, mma_sync and wgmma_tma, wgmma_tma's M, N and K under 2^31,
+// register_blocked's K under 2^35), which gemm() alone enforces; smem_tiled needs none (its grid
+// is ceil(N / 32) blocks wide, grid-strided over M).
 std::string gemm_check(const std::string& kernel, DType dtype, bool allow_tf32, const ConstMatrixView& a,
                        const ConstMatrixView& b, const MatrixView& c, int device);
 

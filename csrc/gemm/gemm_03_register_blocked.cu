@@ -30,7 +30,8 @@
 // cp.async has a source that is not wholly inside it. Tiles after the first (which goes
 // through registers, except in the general fp32 kernel: cp.async and an immediate wait) arrive
 // by cp.async (LDGSTS), issued at step 0 of tile t for tile t+1 and
-// waited for at step 14, so no staging registers are live across the k steps:
+// waited for at step 14, so no staging registers are live across the k steps (except in the
+// general fp16/bf16 kernel, the last case below):
 // - aligned: each thread copies its 2 chunks of B (fp32: 16 B straight into bs) and of A into
 //   its own slots of a_raw / b_raw, and after the wait converts / transposes them into as, bs
 //   (fp32: 2 LDS.128 + 8 STS per tile);

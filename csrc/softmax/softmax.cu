@@ -84,7 +84,7 @@ SoftmaxPlan parse_softmax_plan(const std::string& name) {
 //   rows per SM in L2: at bf16 1024x131072 (1 row per SM) split_row measured 0.83 against
 //   block_online's 0.79 (through auto at 6a834aa: 0.84). The rules below are for the rows it
 //   does not stream:
-// - fewer than ~32 rows: split_row, which spreads a row over the most blocks (0.47-0.64x copy;
+// - fewer rows than a quarter of the SMs (33 on a 132-SM H200): split_row, which spreads a row over the most blocks (0.47-0.64x copy;
 //   cluster_split_row 0.25-0.54x, block_online 0.04-0.34x);
 // - 513-1024 columns with at least as many rows as SMs, backward and fp32 forward: block_per_row with its
 //   short-row tiles (session 20,

@@ -4,8 +4,10 @@
 // `ncu --kernel-name regex:softmax_parallel` selects them all.
 //
 // Plans (how a row is spread over the GPU):
-//   warp_per_row       a group of 8-32 lanes of a warp per row, row in registers   cols <= 1024
-//   block_per_row      one block per row, row in registers             cols <= 32768
+//   warp_per_row       a group of 8-32 lanes of a warp per row, row in registers (backward: rows
+//                      past 512 columns read twice)                   cols <= 1024
+//   block_per_row      one block per row, row in registers (fp32 backward: rows past 16384
+//                      columns read twice)                            cols <= 32768
 //   block_online       one block per row, online max+sum, then a second read + write   any cols
 //   split_row          a row over several blocks, statistics exchanged through global memory
 //                      (co-resident blocks; portable: a per-row arrival counter, streamed on

@@ -1,5 +1,5 @@
 // The row math of every plan but the streamed split_row (softmax_split_row_stream_sm90a.cu uses only
-// Tile and RowExp): softmax forward/backward over one segment [begin, end) of a row, done by `lanes`
+// Tile from here, and RowExp from softmax_reduce.cuh): softmax forward/backward over one segment [begin, end) of a row, done by `lanes`
 // threads (a warp, a block, ...). Plans differ in how big the segment is, how many threads share it,
 // (block_online) the L2 hints and the Scope that reduces the statistics across the row:
 //   Scope::reduce(MaxSum) -> the row's (max, sum);  Scope::reduce(float) -> the row's sum.

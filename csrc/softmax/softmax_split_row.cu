@@ -14,7 +14,7 @@
 // Rows longer than that capacity get multi-tile slices, read twice (second read from L2).
 // Bound: DRAM bytes (forward 2x, backward 3x the tensor) plus one arrival round trip per row.
 // Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
-// slices). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange and
+// slices; sized for MaxSum in both directions, so the backward's floats use half). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange and
 // leave_workspace in softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no
 // memset per call. Each block draws one ticket, so the draw of ticket gridDim.x - 1 resets the ticket
 // counter; the last block to leave resets the row counters and partials.
