@@ -59,7 +59,8 @@ class SoftmaxGpuTest(GpuTestCase):
                         for direction in ("fwd", "bwd"):
                             picked = module._TUNED[module._bucket(plan, x, direction, alignment)]
                             tile = module._tile_cols(plan, x, direction, alignment)
-                            self.assertIn(picked, module.candidate_configs(plan, dtype, tile, direction, units))
+                            self.assertIn(picked, module.candidate_configs(plan, dtype, tile, direction, units,
+                                                                           alignment[1]))
                             text = module.kernel_config(x, plan, direction, alignment)
                             self.assertTrue(text.endswith(", tuned"), text)
                         self.check_direct(module, plan, rows, cols, dtype)  # the picks, again
@@ -77,7 +78,7 @@ class SoftmaxGpuTest(GpuTestCase):
                 x = torch.empty(rows, cols, device="cuda", dtype=dtype)
                 alignment = module._alignment(plan, (x,), cols)
                 picks = {d: module.candidate_configs(plan, dtype, module._tile_cols(plan, x, d, alignment), d,
-                                                     any(alignment))
+                                                     any(alignment), alignment[1])
                          for d in ("fwd", "bwd")}
                 for i in range(max(map(len, picks.values()))):
                     pinned = {module._bucket(plan, x, d, alignment): c[min(i, len(c) - 1)] for d, c in picks.items()}

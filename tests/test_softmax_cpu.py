@@ -141,6 +141,15 @@ class TritonSoftmaxTuningTest(unittest.TestCase):
         fp32 = triton_softmax.launch_config("block_per_row", torch.float32, 8192, "fwd")
         self.assertEqual(triton_softmax.candidate_configs("block_per_row", torch.float32, 8192, "fwd", True),
                          (fp32, fp32._replace(num_warps=2 * fp32.num_warps)))
+        # EDGES rows and the three-quarter tiles take no load hint: the warp counts only (the pair would be one
+        # kernel timed twice).
+        self.assertEqual(triton_softmax.candidate_configs("block_per_row", torch.bfloat16, 4096, "fwd", True, True),
+                         (fwd, wide))
+        for tile in (6144, 12288):
+            three_quarter = triton_softmax.launch_config("block_per_row", torch.bfloat16, tile, "fwd")
+            with self.subTest(tile=tile):
+                self.assertEqual(triton_softmax.candidate_configs("block_per_row", torch.bfloat16, tile, "fwd", True),
+                                 (three_quarter, three_quarter._replace(num_warps=2 * three_quarter.num_warps)))
         # The prefetching persistent form, the streaming plans: the table's only.
         for plan, dtype, cols_p2, direction in (("block_per_row", torch.bfloat16, 32768, "fwd"),
                                                 ("block_online", torch.float32, 1 << 17, "bwd"),
@@ -175,6 +184,13 @@ class TritonSoftmaxTuningTest(unittest.TestCase):
             triton_softmax._config_for("block_per_row", self.gpu_tensor(3, 5000), "bwd", (True, False), None)
             triton_softmax._config_for("block_per_row", t, "fwd", (True, False), None)
             self.assertEqual(len(timed), 3)
+            # EDGES rows are their own bucket, apart from 16-byte rows of the same tile (8192 columns: their
+            # candidates differ)
+            aligned_rows = self.gpu_tensor(64, 8000, torch.bfloat16)
+            edges_rows = self.gpu_tensor(64, 8001, torch.bfloat16)
+            triton_softmax._config_for("block_per_row", aligned_rows, "fwd", (True, False), None)
+            triton_softmax._config_for("block_per_row", edges_rows, "fwd", (False, True), None)
+            self.assertEqual([len(c) for c in timed[3:]], [4, 2])
 
     def test_no_timing_under_capture_off_the_gpu_or_when_turned_off(self):
         t = self.gpu_tensor(64, 5000)
@@ -413,7 +429,7 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
             with self.subTest(dtype=dtype, warps=warps):
                 self.assertEqual(cap(config, dtype.itemsize, True), expected)
                 self.assertIsNone(cap(config, dtype.itemsize, False))
-                self.assertIsNone(cap(config._replace(prefetch=True), dtype.itemsize, True))
+                self.assertIsNone(cap(config._replace(prefetch=True), dtype.itemsize, False))
         for cols, tile in ((8001, 8192), (5001, 6144)):  # a power-of-two tile, a three-quarter one
             x = torch.randn(3, cols, dtype=torch.bfloat16)
             with mock.patch.object(triton_softmax.softmax_fwd_block_per_row_kernel, "run",
@@ -543,7 +559,7 @@ class TritonSoftmaxPlanTest(unittest.TestCase):
         self.assertEqual(triton_softmax.choose_plan(4096, 32768, torch.float32, CPU), "block_per_row")
         self.assertEqual(triton_softmax.choose_plan(sms, 32768, torch.float32, CPU, "bwd"), "block_per_row")  # few rows
         self.assertEqual(triton_softmax.choose_plan(sms + 1, 32768, torch.float32, CPU, "bwd"), "block_online")
-        # rows whose length is not a multiple of 16 (outside the 16-byte specialization) past 4096 columns (_edges_plan)
+        # rows whose length is not a multiple of 16 (outside the 16-byte specialization) past 8192 columns (_edges_plan)
         for dtype in (torch.bfloat16, torch.float16):
             for direction in ("fwd", "bwd"):
                 self.assertEqual(triton_softmax.choose_plan(sms, 16001, dtype, CPU, direction), "block_per_row")

@@ -1,5 +1,5 @@
-"""Triton kernels and their launchers, one op per file. These modules import only triton, torch and
-the package's backend helpers (cuda_portfolio._backends)."""
+"""Triton kernels and their launchers, one op per file. These modules import triton, torch, numpy
+(interpreter_fixes) and the package's own helpers (cuda_portfolio._backends, .tuning)."""
 from .._backends import triton_interpreting
 
 # Options every launch passes (and aot.compile_spec): floating-point contraction (a * b + c as one FFMA, e.g. the

@@ -379,8 +379,8 @@ def _tuned_launch(kernel: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
 
     The class is (kernel, device, dtype, layouts, alignment, tf32, power-of-two buckets of M, N, K);
     its first call times every config (tuning.fastest: interleaved rounds of cold-L2 launches; it synchronizes)
-    and caches the winner. Under the interpreter timing means nothing: the first config that fits is used; the
-    same with CUDA_PORTFOLIO_NO_TUNING=1, for runs whose timing means nothing either (under
+    and caches the winner. Under the interpreter timing means nothing: the first config of the list is used,
+    untried. With CUDA_PORTFOLIO_NO_TUNING=1 the first config that fits, for runs whose timing means nothing either (under
     compute-sanitizer, where the timing's repeated launches and cache flushes would dominate). Inside a CUDA-graph
     capture, where nothing can be timed or synchronized, the first config that fits is launched there (the one launch
     the graph records) and not cached, so the first call outside a capture tunes the class.

@@ -72,10 +72,10 @@ addressed from its start rounded down to a unit, the tiles cover its whole 16-by
 each end go element by element beside them (_span_body, _span_edges). Those launches take the 16-byte rows'
 configuration, pipelined backward included (2048x50257 bf16 0.54 / 0.53 -> 0.72 / 0.69 of copy, perf log session 21),
 except block_online's 16-bit two-per-SM backward, which halves its tile for them (_block_online_backward_pair).
-block_per_row holds such a row as split_row holds a chunk (_load_held: 16-bit rows as words of two elements), and its
-persistent 16-bit forward takes rows in turn without loading the next one ahead. Rows out of phase keep the per-element
-path and the unpipelined backward: fp32 ones would pipeline as 4-byte copies, which measured slower (fb4210d), and
-16-bit ones cannot use async copies at all.
+block_per_row holds such a row as split_row holds a chunk (_load_held: 16-bit rows as words of two elements), a
+program per row (16-bit forward rows of 16385-32768 columns in its held form, _softmax_row_words, as 16-byte rows).
+Rows out of phase keep the per-element path and the unpipelined backward: fp32 ones would pipeline as 4-byte copies,
+which measured slower (fb4210d), and 16-bit ones cannot use async copies at all.
 
 Exponentials are one MUFU.EX2 each (_exp, INLINE_PTX). The forward's first pass (_online_max_sum, both streaming
 plans) takes about one per element: each thread folds a tile's max over its own values first, then one exponential
@@ -87,9 +87,9 @@ NaN/inf semantics equal torch.softmax: a NaN anywhere makes its row NaN (maxima 
 -inf elements give 0, an all -inf row gives NaN. Offsets are 64-bit (row index cast before
 multiplying by the row stride). Launch configurations come from a table keyed by (plan, dtype, tile columns,
 direction, aligned or EDGES) (launch_config); the register-resident plans also time twice the table's warps
-(block_per_row's 16-bit forward on 16-byte rows in a power-of-two tile: each with and without evict_first loads) on
-the first call of each (rows, cols) bucket and keep the faster (candidate_configs, "Run-time tuning" below). A call
-under CUDA-graph capture never times anything, and a repeated call never recompiles.
+(block_per_row's 16-bit forward in a power-of-two tile, rows not moved as EDGES: each with and without evict_first
+loads) on the first call of each (rows, cols) bucket and keep the faster (candidate_configs, "Run-time tuning"
+below). A call under CUDA-graph capture never times anything, and a repeated call never recompiles.
 """
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def _row_phase(offset, ptr, EDGES: tl.constexpr, INT32: tl.constexpr):
     block_per_row takes it for 16-bit forward rows on its one-row grid (_softmax_row_held); its fp32 rows keep int64
     (with int32 the fp32 forward read 0.96 -> 0.76 at 4096x16001 with column masks, session 57, and 0.88 -> 0.59 at
     4096x9001 with _body_lanes' masks, session 63, at the same 32 registers, no spill: the SASS does not say why), and
-    so do its prefetching loop and its backward outside the three-quarter tiles (block_per_row_tile)."""
+    so does its backward outside the three-quarter tiles (block_per_row_tile)."""
     if EDGES:
         if INT32:
             return offset.to(tl.int32) & (128 // ptr.dtype.element_ty.primitive_bitwidth - 1)
@@ -368,8 +368,8 @@ def _grad_span_reversed(y_row, dy_row, dx_row, start, stop, dot, BLOCK_N: tl.con
 # ----------------------------------------------------------------------------- warp_per_row
 
 # warp_per_row forward: a program holds ROWS whole rows as one [ROWS, BLOCK_N] fp32 tile in registers (launch_config:
-# 4096-element tiles, 4 or 8 warps), reduces each row's max and sum, and writes y once. Bound: bytes, x read once and
-# y written once.
+# 4096-element tiles at 8 warps; rows of at most 16 columns, 128 rows at 4 warps), reduces each row's max and sum,
+# and writes y once. Bound: bytes, x read once and y written once.
 @triton.jit
 def softmax_fwd_warp_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride,
                                     ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -401,8 +401,7 @@ def _softmax_row_held(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, HELD_
     """block_per_row's EDGES forward of one row: held as split_row holds a chunk (_load_held, _softmax_held), or,
     in a three-quarter tile (HELD_N not a power of two, block_per_row_tile), as two pieces (_softmax_pieces_held).
     INT32: _row_phase's; 16-bit rows take it on the one-row-per-program grid (SASS: 336 -> 296 instructions in the
-    8192-column tile); fp32 rows keep int64 (_row_phase), and so does the prefetching grid's loop (bf16: 53
-    registers, 61 with int32; session 53's A/B of int32 there: -3%)."""
+    8192-column tile); fp32 rows keep int64 (_row_phase)."""
     phase = _row_phase(row * x_row_stride, x_ptr, True, INT32=INT32)
     if (HELD_N & (HELD_N - 1)) == 0:
         x, x_edges = _load_held(_row_frame(x_ptr, row * x_row_stride, phase, True), phase, phase + cols,
@@ -437,11 +436,6 @@ def _softmax_pieces_held(x_row, y_row, start, stop, HEAD_N: tl.constexpr, TAIL_N
     _store_scaled_pairs(y_row, split, stop, e_tail_low, e_tail_high, e_tail_edges, inv_sum, TAIL_N, EDGES)
 
 
-# block_per_row forward: a program per row holds it whole in registers (a BLOCK_N tile; a three-quarter tile as two
-# pieces; EDGES rows as _load_held holds them, 16-bit ones as words of two elements) and writes y once. PREFETCH (16-bit
-# rows of 32768): a persistent program per SM walks rows and loads the next while it reduces and writes this one
-# (EDGES rows in turn, without the lookahead). LOAD_HINT reaches only 16-byte rows in a power-of-two tile.
-# Bound: bytes, x read once and y written once.
 @triton.jit
 def _softmax_row_words(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
                        EDGES: tl.constexpr):
@@ -462,6 +456,11 @@ def _softmax_row_words(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, BLOC
                     1.0 / row_sum, BLOCK_N, EDGES)
 
 
+# block_per_row forward: a program per row holds it whole in registers (a BLOCK_N tile; a three-quarter tile as two
+# pieces; EDGES rows as _load_held holds them, 16-bit ones as words of two elements) and writes y once. PREFETCH (16-bit
+# rows of 32768 not in whole 16-byte units, launch_config): a persistent program per SM walks rows and loads the next
+# while it reduces and writes this one. LOAD_HINT reaches only the rows not moved as EDGES in a power-of-two tile.
+# Bound: bytes, x read once and y written once.
 @triton.jit
 def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr,
                                      PREFETCH: tl.constexpr, LOAD_HINT: tl.constexpr, EDGES: tl.constexpr,
@@ -470,13 +469,11 @@ def softmax_fwd_block_per_row_kernel(x_ptr, y_ptr, rows, cols, x_row_stride, y_r
     HELD_N: tl.constexpr = BLOCK_N if BLOCK_N > 16 else 16  # _load_held's words: a whole unit (not max(): 3.4)
     if HELD:  # a program per row, two per SM (launch_config)
         _softmax_row_words(x_ptr, y_ptr, first, cols, x_row_stride, y_row_stride, BLOCK_N, EDGES)
-    elif EDGES:  # each row held as split_row holds a chunk; on the persistent grid rows in turn, without the prefetch
-        if PREFETCH:
-            for row in range(first, rows, tl.num_programs(0)):
-                _softmax_row_held(x_ptr, y_ptr, row, cols, x_row_stride, y_row_stride, HELD_N, INT32=False)
-        else:  # a program per row: no loop, whose induction state ptxas would set up in the prologue
-            _softmax_row_held(x_ptr, y_ptr, first, cols, x_row_stride, y_row_stride, HELD_N,
-                              INT32=x_ptr.dtype.element_ty.primitive_bitwidth == 16)
+    elif EDGES:  # each row held as split_row holds a chunk, a program per row (no loop: its induction state cost
+        # the prologue 144 instructions, session 53)
+        tl.static_assert(not PREFETCH, "EDGES rows run a program per row (launch_config)")
+        _softmax_row_held(x_ptr, y_ptr, first, cols, x_row_stride, y_row_stride, HELD_N,
+                          INT32=x_ptr.dtype.element_ty.primitive_bitwidth == 16)
     elif BLOCK_N & (BLOCK_N - 1):  # 16-byte rows in a three-quarter tile (block_per_row_tile)
         _softmax_pieces_held(x_ptr + first * x_row_stride, y_ptr + first * y_row_stride, tl.full([], 0, tl.int32),
                              cols, BLOCK_N // 3 * 2, BLOCK_N // 3, False)
@@ -506,7 +503,7 @@ def softmax_bwd_block_per_row_kernel(y_ptr, dy_ptr, dx_ptr, cols, y_row_stride, 
     row = tl.program_id(0).to(tl.int64)
     HELD_N: tl.constexpr = BLOCK_N if BLOCK_N > 16 else 16  # _load_held's words: a whole unit (not max(): 3.4)
     if EDGES and (HELD_N & (HELD_N - 1)):  # in a three-quarter tile (block_per_row_tile): two pieces
-        phase = _row_phase(row * y_row_stride, y_ptr, EDGES, INT32=True)  # int64: 84 registers uncapped, not 76
+        phase = _row_phase(row * y_row_stride, y_ptr, EDGES, INT32=True)  # int32: 76 registers uncapped (int64: 84)
         _grad_pieces_held(_row_frame(y_ptr, row * y_row_stride, phase, EDGES),
                           _row_frame(dy_ptr, row * dy_row_stride, phase, EDGES),
                           _row_frame(dx_ptr, row * dx_row_stride, phase, EDGES), phase, phase + cols,
@@ -983,9 +980,9 @@ class LaunchConfig(NamedTuple):
     per_sm: int = 1  # programs of the persistent grids one SM holds at once (registers, shared memory, warps)
     maxnreg: int | None = None  # ptxas register cap per thread (Triton's maxnreg launch option); None: ptxas picks
     stream_stores: bool = False  # backward: evict-first (.cs) output stores (_grad_span_reversed)
-    prefetch: bool = False  # block_per_row forward: persistent, one program per SM, next row loaded ahead (EDGES: none)
-    # block_per_row forward, 16-byte rows in a power-of-two tile: the x loads' L2 eviction policy ("" none, or
-    # "evict_first"); EDGES rows and three-quarter tiles ignore it
+    prefetch: bool = False  # block_per_row forward: persistent, one program per SM, next row loaded ahead
+    # block_per_row forward, rows not moved as EDGES in a power-of-two tile: the x loads' L2 eviction policy ("" none,
+    # or "evict_first"); EDGES rows and three-quarter tiles ignore it
     load_hint: str = ""
     # split_row: a chunk is one tile, held in registers through the exchange (split_row_config); block_per_row's
     # 16-bit forward at 32768 columns: the row held as words, two programs per SM (launch_config)
@@ -1058,8 +1055,8 @@ def launch_config(plan: str, dtype: torch.dtype, cols_p2: int, direction: str = 
         # operand) and 16384 16-bit columns (two): measured both ways on the H200 (session 46), fp32 4096x32768
         # read 0.98 of copy with one load against 0.92 with two, bf16 4096x32768 0.89 with two against 0.78 with
         # one. ptxas, sm_90a: fp32 62 / 32 / 64 registers (16-byte rows / unaligned / EDGES), 16-bit 52-53 / 64 / 53,
-        # no spills. 16-byte rows stream their stores (.cs). Rows that fit two per SM in L2 take two 16-warp
-        # programs instead (block_online_backward_config).
+        # no spills. Rows in whole 16-byte units (16-byte rows and EDGES) stream their stores (.cs). Rows that fit two
+        # per SM in L2 take two 16-warp programs instead (block_online_backward_config).
         tile = min(cols_p2, block_n * 4 // dtype.itemsize)
         return LaunchConfig(tile, 32, 1, per_sm=1, maxnreg=64, stream_stores=aligned)
     if direction == "fwd" or not aligned:
@@ -1245,7 +1242,7 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     at 8192 block_online 0.89; 16-bit rows keep block_per_row, 0.98-1.01 against 0.72-0.92) when there are more rows
     than SMs (softmax-triton-9f89a05-block-online-backward-few-rows.json, 32768 columns: at 32 / 132 rows
     block_online 0.41 / 0.70 against 0.44 / 0.76, at 264 / 1024 rows 0.75 / 0.89 against 0.73 / 0.77). Rows whose
-    length is not a multiple of 16 may take a streaming plan past 4096 columns (_edges_plan)."""
+    length is not a multiple of 16 may take a streaming plan past 8192 columns (_edges_plan)."""
     fp32_past_half = dtype == torch.float32 and cols > WARP_PER_ROW_MAX_COLS // 2 and rows >= _sm_count(device)
     if cols <= WARP_PER_ROW_MAX_COLS and not fp32_past_half:
         return "warp_per_row"
@@ -1259,7 +1256,7 @@ def choose_plan(rows: int, cols: int, dtype: torch.dtype, device: torch.device, 
     return "block_online" if fp32_long_backward else "block_per_row"
 
 
-EDGES_STREAM_MIN_COLS = 4096  # rows not a multiple of 16 longer than this may stream (_edges_plan)
+EDGES_STREAM_MIN_COLS = 8192  # rows not a multiple of 16 longer than this may stream (_edges_plan)
 
 
 def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: int) -> str | None:
@@ -1313,8 +1310,8 @@ def _edges_plan(rows: int, cols: int, dtype: torch.dtype, direction: str, sms: i
     many = rows > 4 * sms
     tile_mostly_used = 4 * cols >= 3 * triton.next_power_of_2(cols)
     if direction == "bwd":
-        return None if dtype.itemsize == 4 or cols <= 8192 or many else "block_online"
-    if dtype.itemsize == 2 or cols <= 8192:
+        return None if dtype.itemsize == 4 or many else "block_online"
+    if dtype.itemsize == 2:
         return None
     if cols <= 16384:
         return None if many or tile_mostly_used else "block_online"
@@ -1392,11 +1389,12 @@ def _split_geometry(rows: int, cols: int, bytes_per_col: int, config: LaunchConf
 
 # Run-time tuning, bounded: warp_per_row and block_per_row hold their rows in registers and launch one program per row
 # group, so their warps per program are free. The first call of each (device, plan, dtype, next_pow2(rows), tile columns
-# (_tile_cols), direction, aligned or EDGES) bucket times the table's count (launch_config) and twice it (half the
-# registers per thread: no new spills) on the caller's tensors (tuning.fastest: interleaved rounds of cold-L2 launches)
-# and keeps the faster. Rows are in the key because a few rows cannot fill the GPU: a pick timed on them would say
-# nothing about many. The streaming plans (block_online, split_row) and block_per_row's prefetching form size their
-# persistent grids from the configuration, and split_row's exchange needs every program resident: they keep the table's.
+# (_tile_cols), direction, (16-byte specialization, EDGES)) bucket times the table's count (launch_config) and twice
+# it (half the registers per thread: no new spills) on the caller's tensors (tuning.fastest: interleaved rounds of
+# cold-L2 launches) and keeps the faster. Rows are in the key because a few rows cannot fill the GPU: a pick timed on
+# them would say nothing about many. The streaming plans (block_online, split_row) and block_per_row's prefetching
+# form size their persistent grids from the configuration, and split_row's exchange needs every program resident:
+# they keep the table's.
 # Untimed (the table's) off the GPU, under CUDA_PORTFOLIO_NO_TUNING=1, and during CUDA-graph capture, where nothing can
 # be timed (the bucket is not cached then, so the first call outside a capture tunes it).
 TUNED_PLANS = ("warp_per_row", "block_per_row")
@@ -1404,9 +1402,12 @@ MAX_WARPS = 32
 _TUNED: dict = {}  # bucket -> LaunchConfig
 
 
-def candidate_configs(plan: str, dtype: torch.dtype, cols_p2: int, direction: str, aligned: bool) -> tuple:
+def candidate_configs(plan: str, dtype: torch.dtype, cols_p2: int, direction: str, aligned: bool,
+                      edges: bool = False) -> tuple:
     """The configurations timed for a bucket: the table's first (the untimed choice), then twice its warps; for the
-    block_per_row 16-bit forward each of those with and without evict_first loads. Not for fp32: wherever two
+    block_per_row 16-bit forward in a power-of-two tile, rows not moved as EDGES (`edges`), each of those with and
+    without evict_first loads (the EDGES and three-quarter-tile kernels take no hint, so both would be one kernel,
+    timed twice). Not for fp32: wherever two
     processes' tuners picked differently, the benchmark read fp32 16-byte rows 3-4% slower with evict_first
     (4096 x 9008 / 12000 / 16000, sessions 50, 55 and 57) and EDGES rows within noise; the tuner's cold single
     launches do not see the difference."""
@@ -1415,7 +1416,8 @@ def candidate_configs(plan: str, dtype: torch.dtype, cols_p2: int, direction: st
         return (table,)
     wider = table._replace(num_warps=min(MAX_WARPS, 2 * table.num_warps))
     warps = (table,) if wider == table else (table, wider)
-    if plan == "block_per_row" and direction == "fwd" and dtype.itemsize == 2:
+    power_of_two_tile = cols_p2 & (cols_p2 - 1) == 0
+    if plan == "block_per_row" and direction == "fwd" and dtype.itemsize == 2 and power_of_two_tile and not edges:
         return warps + tuple(c._replace(load_hint="evict_first") for c in warps)
     return warps
 
@@ -1444,8 +1446,9 @@ def _tile_cols(plan: str, t: torch.Tensor, direction: str, alignment: tuple[bool
 
 
 def _bucket(plan: str, t: torch.Tensor, direction: str, alignment: tuple[bool, bool]) -> tuple:
+    """The tuning bucket: EDGES rows apart from 16-byte ones, whose candidates differ (candidate_configs)."""
     return (t.device, plan, t.dtype, triton.next_power_of_2(t.shape[0]), _tile_cols(plan, t, direction, alignment),
-            direction, any(alignment))
+            direction, alignment)
 
 
 def _table_config(plan: str, t: torch.Tensor, direction: str, alignment: tuple[bool, bool]) -> LaunchConfig:
@@ -1467,7 +1470,8 @@ def _config_for(plan: str, t: torch.Tensor, direction: str, alignment: tuple[boo
     key = _bucket(plan, t, direction, alignment)
     if key in _TUNED:
         return _TUNED[key]
-    candidates = candidate_configs(plan, t.dtype, _tile_cols(plan, t, direction, alignment), direction, any(alignment))
+    candidates = candidate_configs(plan, t.dtype, _tile_cols(plan, t, direction, alignment), direction, any(alignment),
+                                   alignment[1])
     if len(candidates) == 1 or not t.is_cuda or tuning_off() or torch.cuda.is_current_stream_capturing():
         return _table_config(plan, t, direction, alignment)
     _TUNED[key] = fastest(candidates, launcher, t.device, f"softmax {plan} configuration")
@@ -1526,7 +1530,7 @@ def _forward_maxnreg(config: LaunchConfig, element_size: int, edges: bool) -> in
         return PIECES_MAXNREG[config.block_n, config.num_warps]
     if config.held:
         return config.maxnreg
-    if not edges or config.prefetch:
+    if not edges:
         return None
     return EDGES_FORWARD_MAXNREG.get((element_size, config.num_warps))
 
@@ -1680,8 +1684,8 @@ def aot_specs(dtype: torch.dtype):
         # block_per_row: EDGES=False in both specializations, EDGES=True in the unaligned one (as the streaming
         # kernels below).
         for cols_p2 in (8192, 16384, BLOCK_PER_ROW_MAX_COLS):
-            for config in candidate_configs("block_per_row", dtype, cols_p2, direction, True):
-                for edges, specializations in ((False, both), (True, unaligned_only)):
+            for edges, specializations in ((False, both), (True, unaligned_only)):
+                for config in candidate_configs("block_per_row", dtype, cols_p2, direction, True, edges):
                     block_per_row = block_per_row_forward if direction == "fwd" else block_per_row_backward
                     entries.append(block_per_row(config, edges, specializations))
     if dtype.itemsize == 2:  # block_per_row's three-quarter tiles: 16-bit rows in whole units only
