@@ -37,6 +37,8 @@ class CopyCase final : public Case {
               stream, device_);
   }
 
+  void poison_outputs() override { dst_.poison(); }
+
   Verdict verify() override {
     HostTensor src_after(dtype_, src_host_.size());
     src_after.download(src_);

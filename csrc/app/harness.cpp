@@ -33,6 +33,14 @@ void DeviceBuffer::zero() {
   if (bytes_ > 0) CP_CUDA_CHECK(cudaMemset(ptr_, 0, bytes_));
 }
 
+bool DeviceBuffer::all_zero() const {
+  std::vector<unsigned char> host(bytes_);
+  if (bytes_ > 0) CP_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost));
+  for (unsigned char b : host)
+    if (b != 0) return false;
+  return true;
+}
+
 HostTensor::HostTensor(DType dtype, std::size_t n) : dtype_(dtype), n_(n), bytes_(n * dtype_size(dtype)) {}
 
 float HostTensor::get(std::size_t i) const {

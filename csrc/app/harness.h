@@ -29,6 +29,7 @@ class DeviceBuffer {
   std::size_t bytes() const { return bytes_; }
   void poison();  // every byte 0xFF: NaN in fp32, fp16 and bf16, so unwritten elements show
   void zero();
+  bool all_zero() const;  // downloads it: a workspace the kernels must leave zero after every launch
 
  private:
   void* ptr_ = nullptr;
@@ -60,6 +61,7 @@ class HostTensor {
 struct Verdict {
   bool passed = false;
   std::string detail;  // e.g. "rel_err=3.1e-08 (tol 1e-05)"
+  bool skipped = false;  // not run here (the device or build lacks the kernel): neither passed nor failed
 };
 
 // ||out - ref|| / ||ref|| in double; NaN in `out` where `ref` is finite fails the check.
@@ -76,6 +78,8 @@ class Case {
   virtual void prepare(std::mt19937_64& rng) = 0;
   // Exactly one call of the op's host launcher (the same one the Python module calls).
   virtual void launch(cudaStream_t stream) = 0;
+  // Outputs poisoned again (inputs and workspace kept), before the launch checked after timing.
+  virtual void poison_outputs() = 0;
   // Against the CPU reference; also checks that the inputs are unchanged.
   virtual Verdict verify() = 0;
 };

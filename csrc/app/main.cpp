@@ -25,8 +25,9 @@ const char* kUsage =
     "Validates every native kernel against a CPU reference (fresh random inputs, outputs\n"
     "poisoned with NaN first, inputs checked unchanged), then times each with CUDA events.\n"
     "\n"
-    "  --test-only         validate only: one line per case, then 'N passed, N failed';\n"
-    "                      exit 0 only if all pass\n"
+    "  --test-only         validate only: one line per case (PASS, FAIL, or SKIP where this GPU or\n"
+    "                      build lacks the kernel), then 'N passed, N failed' (', N skipped' when\n"
+    "                      any); exit 0 only if none failed\n"
     "  --json PATH         validate, time, and write results with an env block to PATH (its folders\n"
     "                      are created and the file checked before the run)\n"
     "  --list              list the cases in launch order (no GPU needed)\n"
@@ -133,6 +134,10 @@ int main(int argc, char** argv) {
       std::printf("%3zu  %-28s %s\n", i + 1, cases[i]->kernel().c_str(), cases[i]->name().c_str());
     return 0;
   }
+  if (opt.test_only && !opt.json_path.empty()) {
+    std::fprintf(stderr, "cuda_portfolio: --json times the cases, --test-only does not: give one of them\n");
+    return 2;
+  }
   if (!require_gpu(opt.device)) return 3;
   if (opt.negative_control) return run_negative_control(opt.device);
   if (!opt.test_only && !opt.json_path.empty() && !cp::app::prepare_json_path(opt.json_path)) return 2;
@@ -142,7 +147,7 @@ int main(int argc, char** argv) {
   std::printf("cuda_portfolio: %zu cases, seed %llu\n", cases.size(), seed);
 
   std::vector<cp::app::CaseReport> reports;
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, skipped = 0;
   for (auto& c : cases) {
     cp::app::CaseReport r{c->name(), c->kernel(), c->bytes_moved(), c->flops()};
     try {
@@ -153,13 +158,14 @@ int main(int argc, char** argv) {
       nvtxRangePop();
       const cp::app::Verdict v = c->verify();
       r.passed = v.passed;
+      r.skipped = v.skipped;
       r.detail = v.detail;
     } catch (const std::exception& e) {
       r.passed = false;
       r.detail = std::string("error: ") + e.what();
     }
-    (r.passed ? passed : failed) += 1;
-    std::printf("%s  %s  %s\n", r.passed ? "PASS" : "FAIL", r.name.c_str(), r.detail.c_str());
+    (r.skipped ? skipped : r.passed ? passed : failed) += 1;
+    std::printf("%s  %s  %s\n", r.skipped ? "SKIP" : r.passed ? "PASS" : "FAIL", r.name.c_str(), r.detail.c_str());
     std::fflush(stdout);
     reports.push_back(std::move(r));
   }
@@ -172,8 +178,8 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         reports[i].passed = false;
         reports[i].detail = std::string("error while timing: ") + e.what();
-        --passed, ++failed;
       }
+      if (!reports[i].passed) --passed, ++failed;  // an error, or wrong after the timed launches
     }
     cp::app::print_timing_table(reports);
     if (!opt.json_path.empty()) {
@@ -181,6 +187,9 @@ int main(int argc, char** argv) {
       std::printf("wrote %s\n", opt.json_path.c_str());
     }
   }
-  std::printf("%d passed, %d failed\n", passed, failed);
+  if (skipped > 0)
+    std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  else
+    std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -64,9 +64,18 @@ class SoftmaxCase final : public Case {
         const double scale = sum > 0.0 ? mean * static_cast<double>(cols_) / sum : 1.0;
         for (std::int64_t c = 0; c < cols_; ++c) a_host_.set(row + c, static_cast<float>(a_host_.get(row + c) * scale));
       }
-      b_host_.fill_uniform(rng, -1.0f, 1.0f);  // dy
+      // dy, off zero-mean so that sum(y * dy) is about 0.25: a backward that drops or mis-exchanges the dot
+      // is off by ~40% (with dy in [-1, 1] the dot was ~0.67 / sqrt(cols), under the 16-bit tolerance).
+      b_host_.fill_uniform(rng, -0.75f, 1.25f);
     } else {
-      a_host_.fill_uniform(rng, -8.0f, 8.0f);  // x
+      // x; every other row 100 higher, where exp(x) without the row max overflows fp32: a kernel that skips
+      // or mis-exchanges the max writes inf / NaN there (softmax is shift-invariant, so no other input shows it).
+      a_host_.fill_uniform(rng, -8.0f, 8.0f);
+      for (std::int64_t r = 1; r < rows_; r += 2)
+        for (std::int64_t c = 0; c < cols_; ++c) {
+          const std::size_t i = static_cast<std::size_t>(r * stride_ + c);
+          a_host_.set(i, a_host_.get(i) + 100.0f);
+        }
     }
     a_ = DeviceBuffer(a_host_.bytes());
     b_ = DeviceBuffer(backward_ ? b_host_.bytes() : 0);
@@ -90,8 +99,10 @@ class SoftmaxCase final : public Case {
                       workspace_.bytes(), stream, device_);
   }
 
+  void poison_outputs() override { out_.poison(); }
+
   Verdict verify() override {
-    if (!skip_reason_.empty()) return {true, "skipped: plan " + skip_reason_};
+    if (!skip_reason_.empty()) return {false, "skipped: plan " + skip_reason_, true};
     HostTensor a_after(dtype_, a_host_.size());
     a_after.download(a_);
     if (!a_after.same_bytes(a_host_)) return {false, "input was modified"};
@@ -100,6 +111,7 @@ class SoftmaxCase final : public Case {
       b_after.download(b_);
       if (!b_after.same_bytes(b_host_)) return {false, "input dy was modified"};
     }
+    if (!workspace_.all_zero()) return {false, "the split_row workspace was left nonzero"};
     out_host_.download(out_);
     HostTensor out_rows(dtype_, static_cast<std::size_t>(rows_ * cols_));
     std::vector<double> ref(static_cast<std::size_t>(rows_ * cols_));

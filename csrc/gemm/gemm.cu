@@ -84,9 +84,8 @@ std::string tma_operand_reason(const char* what, const void* data, std::int64_t 
   return "";
 }
 
-std::string version_reason(Version v, const std::string& name, DType dtype, const ConstMatrixView& a,
-                           const ConstMatrixView& b, const MatrixView& c, int device) {
-  const std::size_t es = dtype_size(dtype);
+// What the build, the device and the dtype allow, whatever the operands: "" or the reason.
+std::string device_reason(Version v, DType dtype, int device) {
   switch (v) {
     case Version::Naive:
     case Version::SmemTiled:
@@ -98,12 +97,11 @@ std::string version_reason(Version v, const std::string& name, DType dtype, cons
       if (cc.major < 8)
         return "mma_sync needs sm_80 or newer (bf16 mma.sync, cp.async); device is sm_" + std::to_string(cc.major) +
                std::to_string(cc.minor);
-      std::string r = row_major_16b_reason("A", a.data, a.rows, a.cols, a.row_stride, a.col_stride, es);
-      if (r.empty()) r = row_major_16b_reason("B", b.data, b.rows, b.cols, b.row_stride, b.col_stride, es);
-      return r;
+      return "";
     }
     case Version::WgmmaTma: {
 #ifndef CUDA_PORTFOLIO_HAS_SM90A
+      (void)dtype, (void)device;
       return "wgmma_tma is not in this build (built without the sm_90a kernels: CUDA_PORTFOLIO_HOPPER=OFF or "
              "nvcc older than 12.0)";
 #else
@@ -112,6 +110,31 @@ std::string version_reason(Version v, const std::string& name, DType dtype, cons
       if (cc.major != 9)
         return "wgmma_tma needs an sm_90 GPU (Hopper: wgmma, TMA); device is sm_" + std::to_string(cc.major) +
                std::to_string(cc.minor);
+      return "";
+#endif
+    }
+  }
+  return "unhandled version";
+}
+
+std::string version_reason(Version v, const std::string& name, DType dtype, const ConstMatrixView& a,
+                           const ConstMatrixView& b, const MatrixView& c, int device) {
+  const std::size_t es = dtype_size(dtype);
+  if (std::string r = device_reason(v, dtype, device); !r.empty()) return r;
+  switch (v) {
+    case Version::Naive:
+    case Version::SmemTiled:
+    case Version::RegisterBlocked:
+      return "";
+    case Version::MmaSync: {
+      std::string r = row_major_16b_reason("A", a.data, a.rows, a.cols, a.row_stride, a.col_stride, es);
+      if (r.empty()) r = row_major_16b_reason("B", b.data, b.rows, b.cols, b.row_stride, b.col_stride, es);
+      return r;
+    }
+    case Version::WgmmaTma: {
+#ifndef CUDA_PORTFOLIO_HAS_SM90A
+      return "";  // device_reason refused it above
+#else
       std::string r = tma_operand_reason("A", a.data, a.row_stride, a.col_stride, es);
       if (r.empty()) r = tma_operand_reason("B", b.data, b.row_stride, b.col_stride, es);
       return r;
@@ -143,6 +166,12 @@ std::string gemm_check(const std::string& kernel, DType dtype, bool /*allow_tf32
   std::string r = shape_reason(a, b, c);
   if (r.empty()) r = version_reason(v, kernel, dtype, a, b, c, device);
   return r;
+}
+
+std::string gemm_device_unsupported(const std::string& kernel, DType dtype, int device) {
+  Version v;
+  if (!find_version(kernel, v)) return "unknown gemm kernel '" + kernel + "'";
+  return device_reason(v, dtype, device);
 }
 
 std::size_t gemm_workspace_bytes(const std::string& kernel, DType dtype, const ConstMatrixView& a,

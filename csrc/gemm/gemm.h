@@ -41,6 +41,10 @@ const std::vector<std::string>& gemm_kernels();
 std::string gemm_check(const std::string& kernel, DType dtype, bool allow_tf32, const ConstMatrixView& a,
                        const ConstMatrixView& b, const MatrixView& c, int device);
 
+// The part of gemm_check that no operands can change: "" when this build has `kernel` for `dtype` and
+// `device` can run it, otherwise the reason (the executable skips such cases instead of failing them).
+std::string gemm_device_unsupported(const std::string& kernel, DType dtype, int device);
+
 // Bytes of device scratch gemm() needs for this call (split K: tile counters and fp32 partial
 // tiles, 16-byte aligned); 0 for most calls. The caller owns the scratch, so that no launch
 // allocates or synchronises, and zeroes it once when it allocates it: the counters must be zero
