@@ -32,12 +32,15 @@ def make_softmax_case(shape, dtype: torch.dtype, direction: str, backends, plans
     rows, cols = shape
 
     def make_inputs(generator):
-        x = torch.randn(rows, cols, device=device, dtype=torch.float32, generator=generator).mul_(3.0)
+        x = torch.randn(rows, cols, device=device, dtype=torch.float32, generator=generator).mul_(3.0).to(dtype)
         if direction == "fwd":
-            return (x.to(dtype),)
-        y = torch.softmax(x, dim=-1).to(dtype)
+            return (x,)
+        # y from the stored x, as a provider that takes x (Liger's backward uses the y its own forward saved) gets
+        # it: from the fp32 x before rounding, a bf16 y differed from that by about 1% and Liger's correct backward
+        # read 1.2-1.5e-2 from the reference, WRONG against the 1e-2 tolerance, in every preset before session 67.
+        y = torch.softmax(x.float(), dim=-1).to(dtype)
         dy = torch.randn(rows, cols, device=device, dtype=torch.float32, generator=generator).to(dtype)
-        return x.to(dtype), y, dy
+        return x, y, dy
 
     case = Case("softmax", direction, dtype, tuple(shape), make_inputs, _reference(direction),
                 TOLERANCE[direction][dtype], bytes=softmax_bytes(direction, rows, cols, dtype), device=device)
