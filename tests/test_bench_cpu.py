@@ -594,6 +594,19 @@ class CompareTest(unittest.TestCase):
                                     "2 not comparable (?: absent from one run or not ok)")
         self.assertFalse([line for line in lines if line[:2] in ("+ ", "- ")])
 
+    def test_the_band_holds_one_with_a_single_control_or_controls_all_one_side(self):
+        """A run with one A/A control (or all its controls above 1) compared with itself: every cell is noise."""
+        doc = load_fixture()
+        controls = [r for r in doc["records"] if r["kind"] == "control"]
+        self.assertTrue(controls)
+        for control in controls:
+            control["ratio_to_peers"][control["control_of"]] = 1.004  # every A/A ratio on one side of 1
+        low, high = compare.aa_band(doc["records"])
+        self.assertLess(low, 1.0)
+        self.assertGreater(high, 1.0)
+        lines = compare.compare_lines(doc, copy.deepcopy(doc))
+        self.assertFalse([line for line in lines if line[:2] in ("+ ", "- ")], lines)
+
     def test_changes_outside_the_band_are_marked_and_inside_are_not(self):
         before = load_fixture()
         after = copy.deepcopy(before)

@@ -108,7 +108,8 @@ def add_throughput_and_ratios(case: Case, records: list[dict], ceilings: dict) -
         ceilings.setdefault("cublas", []).append(
             {"dtype": cublas["dtype"], "shape": cublas["shape"], "time_ms": cublas["time_ms"]["median"],
              "tflop_per_s": case.flops / (cublas["time_ms"]["median"] * 1e-3) / 1e12})
-    copy_tbs = (ceilings.get("device_copy") or {}).get("tb_per_s")
+    copy = ceilings.get("device_copy") or {}
+    copy_tbs = copy.get("tb_per_s") if copy.get("status", "ok") == "ok" else None  # a WRONG copy is no ceiling
     for record in ok:
         seconds = record["time_ms"]["median"] * 1e-3
         if case.bytes is not None:

@@ -135,6 +135,9 @@ def validate_results(doc) -> list[str]:
         if copy is not None and not (isinstance(copy, dict) and _positive(copy.get("tb_per_s"))
                                      and _positive(copy.get("bytes"))):
             problems.append("ceilings.device_copy needs positive bytes and tb_per_s")
+        elif copy is not None and copy.get("status", "ok") != "ok":
+            problems.append(f"ceilings.device_copy is {copy.get('status')}: its copy failed its check, so no ratio "
+                            "to copy in this run can be trusted")
         for j, entry in enumerate(ceilings.get("cublas", [])):
             if not (isinstance(entry, dict) and entry.get("dtype") in DTYPES and _positive(entry.get("tflop_per_s"))
                     and isinstance(entry.get("shape"), list) and len(entry["shape"]) == 3):

@@ -99,7 +99,7 @@ def verdicts(doc: dict) -> list[Verdict]:
 def render(doc: dict, name: str, only_not_met: bool = False) -> list[str]:
     env, found = doc["env"], verdicts(doc)
     aa = aa_ratios(doc["records"])
-    band = min(aa) if aa else None
+    band = min(aa + [1.0 / r for r in aa]) if aa else None  # taken both ways, as compare's band: below 1
     lines = [f"{name}: commit {(env.get('git_commit') or 'unknown')[:12]}, {env['gpu']}"
              + (f", A/A band {min(aa):.3f}..{max(aa):.3f}" if aa else "")]
     for v in found:
