@@ -96,7 +96,8 @@ class BenchGpuTest(GpuTestCase):
                 elif r["op"] == "softmax":
                     self.assertIsNone(r["config"])
         ours_bad = [r for r in doc["records"] if r["kind"] == OURS and r["status"] in ("WRONG", "error")]
-        self.assertEqual(rc, 1 if ours_bad else 0, ours_bad)
+        self.assertEqual(ours_bad, [], "our kernels were WRONG or failed in the benchmark")
+        self.assertEqual(rc, 0)
 
     def test_a_graph_sample_holds_the_sample_target_of_launches(self):
         """Launches per sample come from the launches' own time: the CUDA split_row's first launch on a stream zeroes
@@ -118,7 +119,7 @@ class BenchGpuTest(GpuTestCase):
             r = subprocess.run([sys.executable, "-m", "cuda_portfolio.bench", "--op", "softmax", "--backend", "triton",
                                 "--direction", "fwd", "--dtype", "fp32", *TINY_ARGS, "--json", path],
                                capture_output=True, text=True, env=env, timeout=600)
-            self.assertIn(r.returncode, (0, 1), r.stderr[-3000:])
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])  # 1: one of our kernels was WRONG or failed
             with open(path) as f:
                 doc = json.load(f)
         self.assertEqual(validate_results(doc), [])

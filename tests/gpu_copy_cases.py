@@ -2,7 +2,7 @@
 import torch
 
 import cuda_portfolio as cp
-from tests.gpu_util import GpuTestCase
+from tests.gpu_util import GpuTestCase, poison_free_blocks_like
 
 
 class CopyGpuTest(GpuTestCase):
@@ -15,6 +15,7 @@ class CopyGpuTest(GpuTestCase):
                     with self.subTest(backend=backend, dtype=dtype, shape=shape):
                         x = torch.randn(shape, device="cuda").to(dtype)
                         before = x.clone()
+                        poison_free_blocks_like(x)
                         y = cp.copy(x, backend=backend)
                         torch.cuda.synchronize()
                         self.assertTrue(torch.equal(x, before), "input modified")
@@ -27,6 +28,7 @@ class CopyGpuTest(GpuTestCase):
         for backend in ("cuda", "triton"):
             for label, x in views.items():
                 with self.subTest(backend=backend, view=label):
+                    poison_free_blocks_like(x)
                     y = cp.copy(x, backend=backend)
                     self.assertTrue(torch.equal(y, x))
                     self.assertTrue(y.is_contiguous())

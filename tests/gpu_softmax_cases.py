@@ -12,7 +12,7 @@ import torch
 
 import cuda_portfolio as cp
 from cuda_portfolio.softmax import _backend_module
-from tests.gpu_util import TOLERANCE, GpuTestCase, poisoned_like
+from tests.gpu_util import NOT_A_SOFTMAX, TOLERANCE, GpuTestCase, poison_free_blocks_like, poisoned_like
 from tests.softmax_reference import grad_scale, reference_grad
 from tests.split_row_forms import split_row_forced
 
@@ -148,7 +148,7 @@ class SoftmaxGpuTest(GpuTestCase):
                     x[2, -1] = inf
                     x[3, ::3] = -inf
                     x = x.to(dtype)
-                    y = poisoned_like(x)
+                    y = poisoned_like(x, NOT_A_SOFTMAX)
                     module.forward(x, y, "split_row")
                     torch.cuda.synchronize()
                 with self.subTest(form=form, dtype=dtype, values="special"):
@@ -459,6 +459,7 @@ class SoftmaxGpuTest(GpuTestCase):
                     with self.subTest(backend=backend, view=label, plan=plan):
                         leaf = x.detach().clone().requires_grad_()
                         before = leaf.detach().clone()
+                        poison_free_blocks_like(leaf)
                         y = cp.softmax(leaf, dim, backend=backend, plan=plan)
                         dy = torch.randn_like(y)
                         y.backward(dy)
@@ -530,6 +531,7 @@ class SoftmaxGpuTest(GpuTestCase):
                 x[3, 1] = float("inf")
                 for plan in self.runnable(backend, 4, cols, x.dtype):
                     with self.subTest(backend=backend, cols=cols, plan=plan):
+                        poison_free_blocks_like(x, NOT_A_SOFTMAX)  # NaN is the right answer in rows 0-1
                         self.assertClose(cp.softmax(x, backend=backend, plan=plan), torch.softmax(x.double(), -1),
                                          1e-5)
 
@@ -557,7 +559,7 @@ class SoftmaxGpuTest(GpuTestCase):
                     x_before = x.clone()
                     for plan in self.runnable(backend, 8, cols, dtype):
                         with self.subTest(backend=backend, dtype=dtype, cols=cols, plan=plan):
-                            y = poisoned_like(x)
+                            y = poisoned_like(x, NOT_A_SOFTMAX)
                             module.forward(x, y, plan)
                             torch.cuda.synchronize()
                             # bitwise: the rows hold NaN, and NaN != NaN

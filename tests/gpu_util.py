@@ -83,9 +83,23 @@ class GpuTestCase(unittest.TestCase):
         self.assertLessEqual(rel, tol, f"{what}: rel err {rel:.3e} > {tol:.0e} (seed {self.seed})")
 
 
-def poisoned_like(x: torch.Tensor) -> torch.Tensor:
-    """An output buffer filled with NaN, so any element a kernel forgets to write shows up."""
-    return torch.full_like(x, float("nan"))
+def poisoned_like(x: torch.Tensor, value: float = float("nan")) -> torch.Tensor:
+    """An output buffer filled with NaN, so any element a kernel forgets to write shows up. Where the right output
+    holds NaN rows (special values), a finite value no softmax output can take (7.0: they lie in [0, 1]), so a
+    kernel that skips such a row cannot leave the poison standing as its answer."""
+    return torch.full_like(x, value)
+
+
+NOT_A_SOFTMAX = 7.0  # poisoned_like's value for outputs whose right answer holds NaN
+
+
+def poison_free_blocks_like(x: torch.Tensor, value: float = float("nan"), blocks: int = 8) -> None:
+    """Before a call through the public API, whose output comes from torch.empty: leave the caching allocator's free
+    blocks of x's size filled with `value` (poisoned_like's). Otherwise the block a loop's previous call (another
+    plan or backend on the same input) freed holds that call's right answer, and a kernel that writes nothing would
+    pass on it."""
+    filled = [torch.full_like(x, value, memory_format=torch.contiguous_format) for _ in range(blocks)]
+    del filled
 
 
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 1e-2}
