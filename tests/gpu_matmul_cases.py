@@ -410,11 +410,11 @@ class MatmulGpuTest(GpuTestCase):
                             raise
                         self.assertIn(kernel, str(exc))
                         continue
-                    out.sum().backward()
-                    ones = torch.ones(256, 192, dtype=torch.float64, device="cuda")
+                    dy = torch.randn(256, 192, device="cuda").to(dtype)  # random: all ones would hide a dY read
+                    out.backward(dy)                                      # transposed or from the wrong rows
                     self.assertClose(out.detach(), a.double() @ b.double(), TOLERANCE[dtype], "forward")
-                    self.assertClose(a.grad, ones @ b.double().t(), TOLERANCE[dtype], "dA")
-                    self.assertClose(b.grad, a.double().t() @ ones, TOLERANCE[dtype], "dB")
+                    self.assertClose(a.grad, dy.double() @ b.double().t(), TOLERANCE[dtype], "dA")
+                    self.assertClose(b.grad, a.double().t() @ dy.double(), TOLERANCE[dtype], "dB")
 
     def test_torch_compile_fullgraph(self):
         a, b = self.operand(130, 64, torch.float16), self.operand(64, 72, torch.float16)
