@@ -11,7 +11,7 @@ from unittest import mock
 import torch
 
 import cuda_portfolio as cp
-from tests.gpu_util import GpuTestCase, poisoned_like
+from tests.gpu_util import REQUIRE_GPU, GpuTestCase, poisoned_like
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1e-2}
@@ -47,12 +47,16 @@ class MatmulGpuTest(GpuTestCase):
         torch.backends.cuda.matmul.allow_tf32 = self.allow_tf32
 
     def wgmma_tma_module(self):
-        """The CUDA backend, or a skip where wgmma_tma does not run (not Hopper)."""
+        """The CUDA backend, or a skip where wgmma_tma does not run (not Hopper). On a Hopper GPU under
+        KERNEL_REQUIRE_GPU=1 a refusal fails instead (a build without the sm_90a kernels would otherwise skip every
+        wgmma_tma case there)."""
         module = backend_module("cuda")
         try:
             probe = self.operand(128, 128, torch.bfloat16)
             module.check_kernel("wgmma_tma", probe, probe, False)
         except ValueError as exc:
+            if REQUIRE_GPU and torch.cuda.get_device_capability()[0] == 9:
+                raise
             self.skipTest(f"wgmma_tma does not run on this GPU: {exc}")
         return module
 
