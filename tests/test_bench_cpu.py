@@ -730,7 +730,25 @@ class TargetsTest(unittest.TestCase):
         bwd = self.verdict(found, "softmax", "bwd", "bfloat16", [65536, 256], "triton", "x copy")
         self.assertEqual(bwd.bar, 0.85)
         self.assertFalse([v for v in found if v.record["provider"] not in ("cuda", "triton")])
-        self.assertFalse([v for v in found if v.record["status"] != "ok"])
+        self.assertFalse([v for v in found if v.record["status"] != "ok"])  # the fixture's: none WRONG or errored
+
+    def test_a_wrong_kernel_or_a_missing_ceiling_is_not_met_and_a_refusal_has_no_cell(self):
+        doc = load_fixture()
+        wrong = next(r for r in doc["records"] if r["op"] == "softmax" and r["provider"] == "cuda"
+                     and r["plan"] == "auto")
+        wrong.update(status="WRONG", ratio_to_ceiling=None)
+        unmeasured = next(r for r in doc["records"] if r["op"] == "matmul" and r["provider"] == "triton"
+                          and r["plan"] == "auto" and r["status"] == "ok")
+        unmeasured["ratio_to_ceiling"] = None  # as when the case's cuBLAS failed
+        found = targets.verdicts(doc)
+        for record, why in ((wrong, "(WRONG)"), (unmeasured, "(unmeasured")):
+            cell = next(v for v in found if v.record is record and v.measure != "x Liger")
+            self.assertFalse(cell.met)
+            self.assertIn(why, cell.rule)
+        self.assertEqual(plot.value_text(float("nan"), 0.9, "x copy"), "failed")
+        refused = next(r for r in doc["records"] if r["provider"] in ("cuda", "triton") and r["status"] == "ok")
+        refused["status"] = "refused"
+        self.assertFalse([v for v in targets.verdicts(doc) if v.record is refused])
 
     def test_gemm_bars_and_liger_only_where_liger_ran(self):
         doc = load_fixture()

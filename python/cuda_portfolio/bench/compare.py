@@ -52,6 +52,8 @@ def _cell(r: dict | None) -> str:
         return "absent"
     if r["status"] != "ok":
         return r["status"]
+    if r["ratio_to_ceiling"] is None:
+        return "no ceiling"
     return f"{r['ratio_to_ceiling']:.2f}"
 
 
@@ -66,7 +68,8 @@ def verdict(gain: float, band: tuple[float, float] | None) -> str:
 
 
 def _ok(r: dict | None) -> bool:
-    return r is not None and r["status"] == "ok"
+    """Comparable: ran, right, and measured against a ceiling of its run (a GEMM case whose cuBLAS failed has none)."""
+    return r is not None and r["status"] == "ok" and r["ratio_to_ceiling"] is not None
 
 
 def repeat_drift(before: dict, repeat: dict) -> dict:

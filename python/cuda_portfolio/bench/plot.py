@@ -226,7 +226,10 @@ def target_grids(found: list) -> list[tuple[str, list[str], list[str], dict]]:
 
 def value_text(value: float, bar: float, measure: str) -> str:
     """The value at 2 decimals for copy ratios and 3 for time ratios, with more where rounding would lift a value
-    under its bar to it (0.9996x cuBLAS reads 0.9996, not 1.000)."""
+    under its bar to it (0.9996x cuBLAS reads 0.9996, not 1.000). NaN (a kernel that was WRONG or errored, or a run
+    without a valid ceiling: targets.verdicts) reads "failed"."""
+    if value != value:
+        return "failed"
     digits = 2 if measure == "x copy" else 3
     while value < bar and float(f"{value:.{digits}f}") >= bar and digits < 6:
         digits += 1
@@ -253,7 +256,8 @@ def render_targets(found: list, path: str, title: str) -> None:
         for (row, column), v in cells.items():
             y, x = rows.index(row), columns.index(column)
             ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, alpha=0.75,
-                                   color=cmap(norm(min(max(v.value / v.bar, 0.6), 1.1)))))
+                                   color=cmap(norm(min(max(v.value / v.bar, 0.6), 1.1) if v.met or v.value > 0
+                                                   else 0.6))))
             ax.text(x, y, f"{value_text(v.value, v.bar, v.measure)}\n≥ {v.bar:.2f}", ha="center", va="center", fontsize=7,
                     fontweight="normal" if v.met else "bold")
             if not v.met:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -75,22 +76,37 @@ def gemm_bar(r: dict) -> tuple[float, str] | None:
     return None
 
 
+# Our records that ran and failed: a cell with a bar whose kernel was WRONG or errored is not met (it is not left out
+# of the count); one the plan or kernel refused (a dtype it does not take) or that could not run here has no cell.
+FAILED = ("WRONG", "error")
+
+
+def _measured(r: dict) -> tuple[float, str]:
+    """(ratio to the ceiling, or NaN, which meets no bar; why there is none)."""
+    if r["status"] in FAILED:
+        return math.nan, f" ({r['status']})"
+    if r["ratio_to_ceiling"] is None:
+        return math.nan, " (unmeasured: no valid ceiling in the run)"
+    return r["ratio_to_ceiling"], ""
+
+
 def verdicts(doc: dict) -> list[Verdict]:
     out = []
     for r in doc["records"]:
-        if r["provider"] not in OURS or r["status"] != "ok" or r["ratio_to_ceiling"] is None:
+        if r["provider"] not in OURS or r["status"] not in ("ok",) + FAILED:
             continue
+        value, why = _measured(r)
         if r["op"] == "matmul":
             bar = gemm_bar(r)
             if bar:
-                out.append(Verdict(r, "x cuBLAS", r["ratio_to_ceiling"], *bar))
+                out.append(Verdict(r, "x cuBLAS", value, bar[0], bar[1] + why))
             continue
         if r["plan"] != "auto":
             continue
         bar = softmax_forward_bar(r) if r["direction"] == "fwd" else (0.85, "backward")
         if bar:
-            out.append(Verdict(r, "x copy", r["ratio_to_ceiling"], *bar))
-        liger = r["ratio_to_peers"].get("liger")
+            out.append(Verdict(r, "x copy", value, bar[0], bar[1] + why))
+        liger = r["ratio_to_peers"].get("liger") if r["status"] == "ok" else None
         if liger is not None:
             out.append(Verdict(r, "x Liger", liger, 1.0, "Liger, time ratio"))
     return out
