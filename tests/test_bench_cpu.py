@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from cuda_portfolio.bench import cli, env, shapes
-from cuda_portfolio.bench import compare, plot, report, targets
+from cuda_portfolio.bench import compare, plot, report, runner, targets
 from cuda_portfolio.bench.case import CONTROL, OURS, PEER, REFERENCE, Case, Provider, relative_error, selected_names
 from cuda_portfolio.bench.report import render_table, round_ratios, time_ratio
 from cuda_portfolio.bench.runner import base_record, run_case
@@ -272,6 +272,14 @@ class RunnerLogicTest(unittest.TestCase):
         self.assertEqual(records["wrong"]["ratio_to_peers"], {})
         self.assertIn("refuses rows", records["picky"]["reason"])
         self.assertAlmostEqual(records["torch (A/A)"]["ratio_to_peers"]["torch"], 1.0 / 1.02)
+        # A peer timed another way (its capture failed: events) gets no ratio against a graph-timed record.
+        records["torch"]["method"] = "events"
+        runner.add_throughput_and_ratios(fake_case(providers), list(records.values()), {})
+        self.assertNotIn("torch", mine["ratio_to_peers"])
+        self.assertAlmostEqual(mine["ratio_to_peers"]["torch (A/A)"], 2.04)
+        records["torch"]["method"] = mine["method"]
+        runner.add_throughput_and_ratios(fake_case(providers), list(records.values()),
+                                         {"device_copy": {"tb_per_s": 2.0}})
         doc = load_fixture()
         doc["records"] = list(records.values())
         self.assertEqual(validate_results(doc), [])
