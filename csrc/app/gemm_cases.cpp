@@ -17,7 +17,8 @@ namespace {
 
 // Relative Frobenius error against the rounded product (GemmProblem::rounded_ref): an fp32 accumulator differs from it
 // only where its sum moved a rounding (about 1e-5 in a CPU emulation), a 16-bit one by 1.2e-3 (fp16, K = 1023) and
-// 3.5e-3 (bf16, K = 65); the 16-bit bounds leave room for tensor-core accumulation rounding (as tests/gpu_matmul_cases).
+// 3.5e-3 (bf16, K = 65); the 16-bit bounds leave room for tensor-core accumulation rounding
+// (as in tests/gpu_matmul_cases.py).
 double tolerance(DType dtype) {
   switch (dtype) {
     case DType::F32: return 1e-5;
