@@ -22,8 +22,8 @@ struct CaseReport {
   bool revalidated = false;  // the output checked again after the timed launches
 };
 
-// Warm-up, then `reps` launches each bracketed by CUDA events (median, min, max), then the output
-// poisoned and one more launch validated, so a kernel that goes wrong under repetition (a workspace
+// Warm-up, then `reps` samples of 10 launches each bracketed by CUDA events (per launch: median, min, max), then
+// the output poisoned and one more launch validated, so a kernel that goes wrong under repetition (a workspace
 // left dirty, a launch that writes nothing) is reported; report.passed turns false then.
 void time_case(Case& c, std::mt19937_64& rng, int reps, CaseReport& report);
 void print_timing_table(const std::vector<CaseReport>& reports);
