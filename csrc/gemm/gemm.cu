@@ -117,31 +117,21 @@ std::string device_reason(Version v, DType dtype, int device) {
   return "unhandled version";
 }
 
-std::string version_reason(Version v, const std::string& name, DType dtype, const ConstMatrixView& a,
-                           const ConstMatrixView& b, const MatrixView& c, int device) {
-  const std::size_t es = dtype_size(dtype);
+std::string version_reason(Version v, DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, int device) {
   if (std::string r = device_reason(v, dtype, device); !r.empty()) return r;
-  switch (v) {
-    case Version::Naive:
-    case Version::SmemTiled:
-    case Version::RegisterBlocked:
-      return "";
-    case Version::MmaSync: {
-      std::string r = row_major_16b_reason("A", a.data, a.rows, a.cols, a.row_stride, a.col_stride, es);
-      if (r.empty()) r = row_major_16b_reason("B", b.data, b.rows, b.cols, b.row_stride, b.col_stride, es);
-      return r;
-    }
-    case Version::WgmmaTma: {
-#ifndef CUDA_PORTFOLIO_HAS_SM90A
-      return "";  // device_reason refused it above
-#else
-      std::string r = tma_operand_reason("A", a.data, a.row_stride, a.col_stride, es);
-      if (r.empty()) r = tma_operand_reason("B", b.data, b.row_stride, b.col_stride, es);
-      return r;
-#endif
-    }
+  const std::size_t es = dtype_size(dtype);
+  std::string r;
+  if (v == Version::MmaSync) {  // cp.async rows: 16-byte aligned, row-major
+    r = row_major_16b_reason("A", a.data, a.rows, a.cols, a.row_stride, a.col_stride, es);
+    if (r.empty()) r = row_major_16b_reason("B", b.data, b.rows, b.cols, b.row_stride, b.col_stride, es);
   }
-  return name + ": unhandled version";
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+  if (v == Version::WgmmaTma) {  // TMA descriptors
+    r = tma_operand_reason("A", a.data, a.row_stride, a.col_stride, es);
+    if (r.empty()) r = tma_operand_reason("B", b.data, b.row_stride, b.col_stride, es);
+  }
+#endif
+  return r;
 }
 
 }  // namespace
@@ -164,7 +154,7 @@ std::string gemm_check(const std::string& kernel, DType dtype, bool /*allow_tf32
     return "unknown gemm kernel '" + kernel + "'; kernels: " + known;
   }
   std::string r = shape_reason(a, b, c);
-  if (r.empty()) r = version_reason(v, kernel, dtype, a, b, c, device);
+  if (r.empty()) r = version_reason(v, dtype, a, b, device);
   return r;
 }
 
@@ -204,8 +194,8 @@ void gemm(const std::string& kernel, DType dtype, bool allow_tf32, const ConstMa
   DeviceGuard guard(device);
   const std::string reason = gemm_check(kernel, dtype, allow_tf32, a, b, c, device);
   if (!reason.empty()) throw std::invalid_argument("gemm(" + kernel + "): " + reason);
-  Version v;
-  find_version(kernel, v);
+  Version v{};
+  find_version(kernel, v);  // found: gemm_check passed
   switch (v) {
     case Version::Naive: gemm_versions::naive(dtype, a, b, c, stream); break;
     case Version::SmemTiled: gemm_versions::smem_tiled(dtype, a, b, c, stream); break;
