@@ -328,8 +328,10 @@ class SoftmaxGpuTest(GpuTestCase):
         self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[dtype], "forward")
         dy = at_offset(rows, cols, dtype, 2)
         dx = at_offset(rows, cols, dtype, 0, float("nan"))
+        dy_before, y_before = dy.clone(), y.clone()
         module.backward(y, dy, dx, plan)
         torch.cuda.synchronize()
+        self.assertTrue(torch.equal(dy, dy_before) and torch.equal(y, y_before), "backward modified its inputs")
         self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward", scale=grad_scale(y, dy))
 
     def test_cuda_describe_launch_names_the_split_row_layout(self):
