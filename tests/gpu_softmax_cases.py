@@ -539,11 +539,14 @@ class SoftmaxGpuTest(GpuTestCase):
                 x[1] = float("-inf")
                 x[2, ::3] = float("-inf")
                 x[3, 1] = float("inf")
+                x_before = x.clone()
                 for plan in self.runnable(backend, 4, cols, x.dtype):
                     with self.subTest(backend=backend, cols=cols, plan=plan):
                         poison_free_blocks_like(x, NOT_A_SOFTMAX)  # NaN is the right answer in rows 0-1
                         self.assertClose(cp.softmax(x, backend=backend, plan=plan), torch.softmax(x.double(), -1),
                                          1e-5)
+                        # bitwise: the rows hold NaN, and NaN != NaN
+                        self.assertTrue(torch.equal(x.view(torch.int32), x_before.view(torch.int32)), "input modified")
 
     def test_16_bit_rows_within_an_ulp_on_both_sides_of_the_fused_exponent_bound(self):
         """16-bit forward kernels take exp(x - max) as one FFMA, 2^(x * log2e - max * log2e), while |max| < 64, and
