@@ -148,11 +148,14 @@ class SoftmaxGpuTest(GpuTestCase):
                     x[2, -1] = inf
                     x[3, ::3] = -inf
                     x = x.to(dtype)
+                    x_before = x.clone()
                     y = poisoned_like(x, NOT_A_SOFTMAX)
                     module.forward(x, y, "split_row")
                     torch.cuda.synchronize()
                 with self.subTest(form=form, dtype=dtype, values="special"):
                     self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[dtype], "special values")
+                    bits = torch.int32 if dtype == torch.float32 else torch.int16  # bitwise: NaN != NaN
+                    self.assertTrue(torch.equal(x.view(bits), x_before.view(bits)), "forward modified its input")
 
     def test_triton_split_row_more_chunks_than_threads(self):
         """A streamed split_row forward whose row has more chunks than a program has threads, so each thread polls
