@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -33,9 +34,9 @@ void DeviceBuffer::zero() {
   if (bytes_ > 0) CP_CUDA_CHECK(cudaMemset(ptr_, 0, bytes_));
 }
 
-bool DeviceBuffer::all_zero() const {
-  std::vector<unsigned char> host(bytes_);
-  if (bytes_ > 0) CP_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost));
+bool DeviceBuffer::all_zero(std::size_t bytes) const {
+  std::vector<unsigned char> host(std::min(bytes, bytes_));
+  if (!host.empty()) CP_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, host.size(), cudaMemcpyDeviceToHost));
   for (unsigned char b : host)
     if (b != 0) return false;
   return true;

@@ -29,7 +29,7 @@ class DeviceBuffer {
   std::size_t bytes() const { return bytes_; }
   void poison();  // every byte 0xFF: NaN in fp32, fp16 and bf16, so unwritten elements show
   void zero();
-  bool all_zero() const;  // downloads it: a workspace the kernels must leave zero after every launch
+  bool all_zero(std::size_t bytes) const;  // its first `bytes` (downloaded): what a kernel must leave zero
 
  private:
   void* ptr_ = nullptr;

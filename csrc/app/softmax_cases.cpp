@@ -111,7 +111,7 @@ class SoftmaxCase final : public Case {
       b_after.download(b_);
       if (!b_after.same_bytes(b_host_)) return {false, "input dy was modified"};
     }
-    if (!workspace_.all_zero()) return {false, "the split_row workspace was left nonzero"};
+    if (!workspace_.all_zero(workspace_.bytes())) return {false, "the split_row workspace was left nonzero"};
     out_host_.download(out_);
     HostTensor out_rows(dtype_, static_cast<std::size_t>(rows_ * cols_));
     std::vector<double> ref(static_cast<std::size_t>(rows_ * cols_));

@@ -177,6 +177,17 @@ std::size_t gemm_workspace_bytes(const std::string& kernel, DType dtype, const C
   return 0;
 }
 
+std::size_t gemm_workspace_zeroed_bytes(const std::string& kernel, DType dtype, const ConstMatrixView& a,
+                                        const ConstMatrixView& b, int device) {
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+  if (gemm_workspace_bytes(kernel, dtype, a, b, device) > 0)
+    return gemm_versions::wgmma_tma_counter_bytes(sm_count(device));
+#else
+  (void)kernel, (void)dtype, (void)a, (void)b, (void)device;
+#endif
+  return 0;
+}
+
 std::string gemm_config(const std::string& kernel, const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   Version v;

@@ -53,6 +53,10 @@ std::string gemm_device_unsupported(const std::string& kernel, DType dtype, int 
 // per case).
 std::size_t gemm_workspace_bytes(const std::string& kernel, DType dtype, const ConstMatrixView& a,
                                  const ConstMatrixView& b, int device);
+// The leading bytes of that scratch which every launch leaves zero (the split-K tile counters; the partial tiles
+// after them keep what the last launch wrote): what a caller may check after a launch. 0 when there is no scratch.
+std::size_t gemm_workspace_zeroed_bytes(const std::string& kernel, DType dtype, const ConstMatrixView& a,
+                                        const ConstMatrixView& b, int device);
 
 // The tile configuration `kernel` takes for C = A @ B on a GPU of sm_count SMs, for the kernels
 // that choose one per call (wgmma_tma: tile, stages, split K, from the shape and the operands'

@@ -783,17 +783,17 @@ void dispatch_tile(const TilePlan& plan, const ConstMatrixView& a, const ConstMa
   else dispatch_layouts<T, Wide>(a, b, c, partials, counters, p, grid, stream);
 }
 
+}  // namespace
+
 // Split-K workspace: the tile counters, then tiles x splits fp32 partial tiles of the tile's size.
 // The counter region has one size per GPU, room for the most tiles that split K (half the SMs:
 // split_count), padded to kCounterAlign bytes: a stream's workspace serves launches of every shape,
 // and a region sized per launch would let a launch with more tiles read the partials an earlier
 // one left where its counters now start (64 tiles then 66 on 132 SMs: 256 then 512 bytes).
-std::size_t counter_bytes(int sm_count) {
+std::size_t wgmma_tma_counter_bytes(int sm_count) {
   const auto most_tiles = static_cast<std::size_t>(std::max(1, sm_count / 2));
   return (most_tiles * sizeof(unsigned) + kCounterAlign - 1) / kCounterAlign * kCounterAlign;
 }
-
-}  // namespace
 
 // Only 128 x 128 tiles split K, and the operands' alignment only picks the tile when K is not
 // split, so the workspace follows from the shape alone.
@@ -801,7 +801,8 @@ std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64
   const TilePlan plan = tile_plan(m, n, k, sm_count, false);
   if (plan.splits == 1) return 0;
   const std::int64_t tiles = ((m + plan.bm - 1) / plan.bm) * ((n + plan.bn - 1) / plan.bn);
-  return counter_bytes(sm_count) + static_cast<std::size_t>(tiles) * plan.splits * plan.bm * plan.bn * sizeof(float);
+  return wgmma_tma_counter_bytes(sm_count) +
+         static_cast<std::size_t>(tiles) * plan.splits * plan.bm * plan.bn * sizeof(float);
 }
 
 std::string wgmma_tma_config(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count) {
@@ -832,7 +833,7 @@ void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, 
   float* partials = nullptr;
   if (p.splits > 1) {
     // The counters are zero: the caller zeroed the workspace once, and every launch leaves them so.
-    const std::size_t cbytes = counter_bytes(sm_count);
+    const std::size_t cbytes = wgmma_tma_counter_bytes(sm_count);
     counters = static_cast<unsigned*>(workspace);
     partials = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + cbytes);
   }

@@ -31,6 +31,7 @@ void mma_sync(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, c
 //    wgmma_tma_config names the tile, stages and split K one call takes (tile_plan: the shape,
 //    and whether B's lines start off 32-byte sectors while A's start on them).
 std::size_t wgmma_tma_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, int sm_count);
+std::size_t wgmma_tma_counter_bytes(int sm_count);  // the workspace's leading counter region (left zero)
 std::string wgmma_tma_config(const ConstMatrixView& a, const ConstMatrixView& b, int sm_count);
 void wgmma_tma(DType dtype, const ConstMatrixView& a, const ConstMatrixView& b, const MatrixView& c,
                void* workspace, std::size_t workspace_bytes, int sm_count, cudaStream_t stream);
