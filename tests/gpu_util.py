@@ -98,7 +98,7 @@ def poison_free_blocks_like(x: torch.Tensor, value: float = float("nan"), blocks
     blocks of x's size filled with `value` (poisoned_like's). Otherwise the block a loop's previous call (another
     plan or backend on the same input) freed holds that call's right answer, and a kernel that writes nothing would
     pass on it."""
-    filled = [torch.full_like(x, value, memory_format=torch.contiguous_format) for _ in range(blocks)]
+    filled = [poisoned_like(x, value) for _ in range(blocks)]
     del filled
 
 

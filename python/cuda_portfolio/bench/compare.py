@@ -29,18 +29,8 @@ import json
 import sys
 
 from . import run_cli
-from .report import aa_ratios, case_key, case_title, format_time, provider_label
+from .report import aa_band, case_key, case_title, format_time, provider_label
 from .schema import validate_results
-
-
-def aa_band(records: list[dict]) -> tuple[float, float] | None:
-    """(lowest, highest) A/A ratio of a run's controls, each taken both ways (a control and its peer are two timings
-    of one op: which is which is arbitrary, and a gain is a speed ratio where the A/A ratio is a time ratio), so the
-    band always holds 1; None when the run has none. Raw (min, max) collapsed to a point for one control and could
-    leave 1 out, when an unchanged kernel read faster or slower."""
-    ratios = aa_ratios(records)
-    both_ways = ratios + [1.0 / r for r in ratios]
-    return (min(both_ways), max(both_ways)) if ratios else None
 
 
 def _key(r: dict) -> tuple:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -228,7 +229,7 @@ def value_text(value: float, bar: float, measure: str) -> str:
     """The value at 2 decimals for copy ratios and 3 for time ratios, with more where rounding would lift a value
     under its bar to it (0.9996x cuBLAS reads 0.9996, not 1.000). NaN (a kernel that was WRONG or errored, or a run
     without a valid ceiling: targets.verdicts) reads "failed"."""
-    if value != value:
+    if math.isnan(value):
         return "failed"
     digits = 2 if measure == "x copy" else 3
     while value < bar and float(f"{value:.{digits}f}") >= bar and digits < 6:
@@ -256,8 +257,8 @@ def render_targets(found: list, path: str, title: str) -> None:
         for (row, column), v in cells.items():
             y, x = rows.index(row), columns.index(column)
             ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, alpha=0.75,
-                                   color=cmap(norm(min(max(v.value / v.bar, 0.6), 1.1) if v.met or v.value > 0
-                                                   else 0.6))))
+                                   color=cmap(norm(0.6 if math.isnan(v.value) else
+                                                   min(max(v.value / v.bar, 0.6), 1.1)))))
             ax.text(x, y, f"{value_text(v.value, v.bar, v.measure)}\n≥ {v.bar:.2f}", ha="center", va="center", fontsize=7,
                     fontweight="normal" if v.met else "bold")
             if not v.met:

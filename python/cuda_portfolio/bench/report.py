@@ -116,6 +116,16 @@ def aa_ratios(records: list[dict]) -> list[float]:
             if r["kind"] == "control" and r["status"] == "ok" and r["control_of"] in r["ratio_to_peers"]]
 
 
+def aa_band(records: list[dict]) -> tuple[float, float] | None:
+    """The noise band of a run: (lowest, highest) A/A ratio of its controls, each taken both ways (a control and its
+    peer are two timings of one op: which is which is arbitrary, and a gain is a speed ratio where the A/A ratio is
+    a time ratio), so the band always holds 1; None when the run has none. Raw (min, max) collapsed to a point for
+    one control and could leave 1 out, when an unchanged kernel read faster or slower (bench.compare)."""
+    ratios = aa_ratios(records)
+    both_ways = ratios + [1.0 / r for r in ratios]
+    return (min(both_ways), max(both_ways)) if ratios else None
+
+
 def summary_lines(records: list[dict]) -> list[str]:
     """The noise floor from the A/A controls, and the count of each status."""
     aa = aa_ratios(records)

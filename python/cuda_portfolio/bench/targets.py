@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import run_cli
-from .report import aa_ratios, case_title, provider_label
+from .report import aa_band, aa_ratios, case_title, provider_label
 from .schema import validate_results
 
 MiB = 1 << 20
@@ -115,13 +115,13 @@ def verdicts(doc: dict) -> list[Verdict]:
 def render(doc: dict, name: str, only_not_met: bool = False) -> list[str]:
     env, found = doc["env"], verdicts(doc)
     aa = aa_ratios(doc["records"])
-    band = min(aa + [1.0 / r for r in aa]) if aa else None  # taken both ways, as compare's band: below 1
+    band = aa_band(doc["records"])
     lines = [f"{name}: commit {(env.get('git_commit') or 'unknown')[:12]}, {env['gpu']}"
              + (f", A/A band {min(aa):.3f}..{max(aa):.3f}" if aa else "")]
     for v in found:
         if only_not_met and v.met:
             continue
-        within = "" if v.met or band is None or v.value < v.bar * band else "  (within the A/A band of the bar)"
+        within = "" if v.met or band is None or v.value < v.bar * band[0] else "  (within the A/A band of the bar)"
         lines.append(f"  {'met    ' if v.met else 'NOT MET'}  {case_title(v.record):<36} "
                      f"{provider_label(v.record):<32} {v.value:6.3f} {v.measure:<8} bar {v.bar:.2f}  {v.rule}{within}")
     met = sum(v.met for v in found)
