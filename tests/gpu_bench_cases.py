@@ -22,7 +22,7 @@ from cuda_portfolio.bench.softmax_cases import make_softmax_case
 from cuda_portfolio.bench.timing import NO_CACHING_ENV, TimingSettings, default_method, l2_bytes
 from tests.gpu_util import GpuTestCase
 
-TINY_ARGS = ["--shapes", "64x1000,96x128x64", "--rounds", "2", "--samples", "3", "--copy-mib", "64"]
+TINY_ARGS = ["--shapes", "64x1000,96x128x64", "--rounds", "2", "--samples", "3", "--copy-mib", "16"]
 
 
 def copy_case(providers) -> Case:
@@ -68,6 +68,9 @@ class BenchGpuTest(GpuTestCase):
                 doc = json.load(f)
         self.assertEqual(validate_results(doc), [])
         self.assertEqual(doc["env"]["timing_method"], "graph")
+        copy = doc["ceilings"]["device_copy"]  # 16 MiB buffers: rotated over pairs that cover 2x L2, not cache-hot
+        self.assertEqual(copy["status"], "ok", copy)
+        self.assertGreaterEqual(copy["buffer_pairs"] * copy["bytes"], 2 * l2_bytes(), copy)
         # which GPU of a pool ran it: runs on two machine starts are told apart by this
         self.assertRegex(doc["env"]["gpu_uuid"] or "", r"^[0-9a-fA-F-]{16,}$")
         torch_records = [r for r in doc["records"] if r["provider"] in ("torch", "cublas") and r["status"] == "ok"]

@@ -59,7 +59,9 @@ def build_parser(prog: str = "cuda_portfolio.bench") -> argparse.ArgumentParser:
     p.add_argument("--allow-tf32", action="store_true",
                    help="fp32 GEMM may use tf32 (Triton and cuBLAS; the CUDA ladder has no tf32 path and "
                         "computes fp32)")
-    p.add_argument("--copy-mib", type=int, default=1024, help="buffer size of the device-copy ceiling, MiB")
+    p.add_argument("--copy-mib", type=int, default=1024,
+                   help="buffer size of the device-copy ceiling, MiB (a small one rotates over buffer pairs covering "
+                        "2x L2, so the copy is never timed from cache)")
     p.add_argument("--case-timeout", type=float, default=600.0,
                    help="seconds one case may take before the run stops, naming the case and writing the "
                         "finished cases to JSON_PATH.partial.json (a kernel that never returns cannot be "
