@@ -54,12 +54,7 @@ struct GemmProblem {
         double* crow = &ref[static_cast<std::size_t>(i * n)];
         for (std::int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];
       }
-    HostTensor rounded(dtype, ref.size());
-    rounded_ref.resize(ref.size());
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      rounded.set(i, static_cast<float>(ref[i]));
-      rounded_ref[i] = rounded.get(i);
-    }
+    rounded_ref = rounded_to(dtype, ref);
     ready = true;
   }
 };

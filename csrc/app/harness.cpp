@@ -94,6 +94,16 @@ void HostTensor::download(const DeviceBuffer& src) {
   CP_CUDA_CHECK(cudaMemcpy(bytes_.data(), src.get(), bytes_.size(), cudaMemcpyDeviceToHost));
 }
 
+std::vector<double> rounded_to(DType dtype, const std::vector<double>& ref) {
+  HostTensor rounded(dtype, ref.size());
+  std::vector<double> out(ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    rounded.set(i, static_cast<float>(ref[i]));
+    out[i] = rounded.get(i);
+  }
+  return out;
+}
+
 Verdict compare_relative(const HostTensor& out, const std::vector<double>& ref, double tolerance) {
   double diff2 = 0.0, ref2 = 0.0;
   std::size_t unwritten = 0;

@@ -64,6 +64,10 @@ struct Verdict {
   bool skipped = false;  // not run here (the device or build lacks the kernel): neither passed nor failed
 };
 
+// `ref` rounded to `dtype` (through float, as HostTensor::set stores): what a correct kernel's one final rounding
+// gives, so the 16-bit checks measure the kernel's own error, not the output format's.
+std::vector<double> rounded_to(DType dtype, const std::vector<double>& ref);
+
 // ||out - ref|| / ||ref|| in double; NaN in `out` where `ref` is finite fails the check.
 Verdict compare_relative(const HostTensor& out, const std::vector<double>& ref, double tolerance);
 
