@@ -42,6 +42,7 @@ class SoftmaxGpuTest(GpuTestCase):
     def setUp(self):
         super().setUp()
         self.run_triton_untuned(clear_triton_tuning)
+        self.plans_offered = set()  # (backend, plan) pairs runnable() yielded in this test
 
     def test_triton_tuned_warps_run_correctly(self):
         """Timed tuning of the register-resident plans: the first call of a bucket picks one of its candidates,
@@ -176,13 +177,31 @@ class SoftmaxGpuTest(GpuTestCase):
         self.check_direct(module, "split_row", 1, cols, torch.float32)
 
     def runnable(self, backend, rows, cols, dtype):
+        """The plans of `backend` that accept this shape (each noted for assertEveryPlanRan)."""
         module = _backend_module(backend)
         for plan in module.plans():
             try:
                 module.check_plan(plan, rows, cols, dtype, torch.device("cuda"))
             except ValueError:
                 continue
+            self.plans_offered.add((backend, plan))
             yield plan
+
+    def assertEveryPlanRan(self, backends, shape_limited=()):
+        """Each plan of each backend was offered by runnable() somewhere in this test, so a refusal that widened
+        (check_plan refusing a shape it should take) cannot pass the test with less run than its name says.
+        Excepted: `shape_limited`, plans the test's shapes exceed by design, and plans this GPU has none of
+        (cluster_split_row off Hopper: refused even one fp32 column; under KERNEL_REQUIRE_GPU=1 on Hopper it runs)."""
+        for backend in backends:
+            module = _backend_module(backend)
+            for plan in module.plans():
+                if (backend, plan) in self.plans_offered or plan in shape_limited:
+                    continue
+                try:
+                    module.check_plan(plan, 1, 1, torch.float32, torch.device("cuda"))
+                except ValueError:
+                    continue  # this GPU or build lacks the plan: the device tests say so elsewhere
+                self.fail(f"{backend} plan {plan} ran on none of this test's shapes")
 
     def test_every_backend_plan_dtype_shape_forward_backward(self):
         """Each plan's forward/backward called directly on NaN-filled outputs, then via cp.softmax."""
@@ -459,6 +478,7 @@ class SoftmaxGpuTest(GpuTestCase):
                     for plan in self.runnable(backend, rows, cols, dtype):
                         with self.subTest(backend=backend, plan=plan, dtype=dtype, rows=rows, cols=cols):
                             self.check_at_phases(module, plan, rows, cols, dtype)
+        self.assertEveryPlanRan(("cuda", "triton"))
 
     def test_api_autograd_dims_and_views(self):
         base = torch.randn(64, 1030, device="cuda")
@@ -482,6 +502,7 @@ class SoftmaxGpuTest(GpuTestCase):
                         ref.backward(dy.double())
                         self.assertClose(y, ref, 1e-5, "forward")
                         self.assertClose(leaf.grad, x64.grad, 1e-5, "backward")
+        self.assertEveryPlanRan(("cuda", "triton"))
 
     def test_auto_backend_is_native_for_every_dtype(self):
         """backend="auto" runs the native backend where it is built (softmax.choose_backend: the H200 preset measured
@@ -500,7 +521,7 @@ class SoftmaxGpuTest(GpuTestCase):
         to x and w, every plan, a short and a long row; 16-bit tolerances doubled as in the CPU tier's test (the
         second order starts from rounded y and first gradients)."""
         for backend in ("cuda", "triton"):
-            for rows, cols in ((37, 1030), (4, 70000)):
+            for rows, cols in ((37, 1000), (4, 70000)):
                 for dtype in (torch.float32, torch.bfloat16):
                     for plan in ["auto"] + list(self.runnable(backend, rows, cols, dtype)):
                         with self.subTest(backend=backend, rows=rows, cols=cols, dtype=dtype, plan=plan):
@@ -517,6 +538,7 @@ class SoftmaxGpuTest(GpuTestCase):
                             tol = TOLERANCE[dtype] * (1 if dtype == torch.float32 else 2)
                             self.assertClose(grad_x, ref_x, tol, "second order, x")
                             self.assertClose(grad_w, ref_w, tol, "second order, w")
+        self.assertEveryPlanRan(("cuda", "triton"))
 
     def test_vmap_forward_backward(self):
         """torch.func.vmap over cp.softmax (the batch as more rows of one launch), batch dim 1, then backward."""
@@ -550,6 +572,7 @@ class SoftmaxGpuTest(GpuTestCase):
                                          1e-5)
                         # bitwise: the rows hold NaN, and NaN != NaN
                         self.assertTrue(torch.equal(x.view(torch.int32), x_before.view(torch.int32)), "input modified")
+        self.assertEveryPlanRan(("cuda", "triton"))
 
     def test_16_bit_rows_within_an_ulp_on_both_sides_of_the_fused_exponent_bound(self):
         """16-bit forward kernels take exp(x - max) as one FFMA, 2^(x * log2e - max * log2e), while |max| < 64, and
@@ -582,6 +605,7 @@ class SoftmaxGpuTest(GpuTestCase):
                             self.assertTrue(torch.equal(x.view(torch.int16), x_before.view(torch.int16)),
                                             "forward modified its input")
                             self.assertWithinOneUlp(y, ref)
+        self.assertEveryPlanRan(("cuda", "triton"))
 
     def assertWithinOneUlp(self, out, ref):
         """|out - ref| <= eps * |ref| + floor elementwise, and the same NaNs. floor: fp16's subnormal step (2^-24),
@@ -645,3 +669,4 @@ class SoftmaxGpuTest(GpuTestCase):
                         self.assertClose(y[row], torch.softmax(x[row].double(), -1), TOLERANCE[torch.bfloat16],
                                          f"row {row}")
                     del y
+        self.assertEveryPlanRan(("cuda", "triton"), shape_limited=("warp_per_row", "block_per_row"))
