@@ -68,6 +68,9 @@ struct Verdict {
 // gives, so the 16-bit checks measure the kernel's own error, not the output format's.
 std::vector<double> rounded_to(DType dtype, const std::vector<double>& ref);
 
+// ||a - ref|| / ||ref|| (||a - ref|| where ref is all zero).
+double relative_error(const std::vector<double>& a, const std::vector<double>& ref);
+
 // ||out - ref|| / ||ref|| in double; NaN in `out` where `ref` is finite fails the check.
 Verdict compare_relative(const HostTensor& out, const std::vector<double>& ref, double tolerance);
 
