@@ -13,9 +13,10 @@ namespace {
 // Relative Frobenius error against the float64 reference, allowed 1.1x the output format's own error on the case
 // (the reference rounded to the dtype) plus fp32's 1e-5. A kernel computing in fp32 reads that format error to within
 // the near-tie roundings its fp32 error moves (CPU emulation of the kernels' fp32 arithmetic on these cases' inputs,
-// three seeds: within 0.91 of this bound; fp16 1M-column outputs are subnormals, 4.5e-3 of format error). Not a fixed 16-bit bound: against the rounded reference, bf16 inputs
-// near 100 fall in 33 values a row, so one near-tie flips a whole value class (1.1e-3 on an H100, 2x50257), and a
-// fixed bound against the unrounded one must cover fp16's subnormal rows on every shape (1e-2 until session 68).
+// three seeds: within 0.91 of this bound; fp16 1M-column outputs are subnormals, 4.5e-3 of format error). Not a
+// fixed 16-bit bound: against the rounded reference, bf16 inputs near 100 fall in 33 values a row, so one near-tie
+// flips a whole value class (1.1e-3 on an H100, 2x50257), and a fixed bound against the unrounded one must cover
+// fp16's subnormal rows on every shape (1e-2 until session 68).
 double tolerance(DType dtype, const std::vector<double>& ref) {
   return 1.1 * relative_error(rounded_to(dtype, ref), ref) + 1e-5;
 }
