@@ -110,8 +110,8 @@ def format_tolerance(ref: torch.Tensor, dtype: torch.dtype, scale: float | None 
     fp32's 1e-5: the bound of a kernel that computes in fp32 and rounds once, on this case. Such a kernel reads the
     format's error to within the near-tie roundings its fp32 error moves (the executable's rule, csrc/app/
     softmax_cases.cpp; a CPU emulation of the kernels' arithmetic on the sweep's inputs stays within 0.905 of it),
-    where TOLERANCE's fixed 16-bit numbers are set by the worst shape (fp16 rows of 1M columns, whose outputs are
-    subnormals: 4.5e-3 of format error; 2e-4 on short rows)."""
+    where TOLERANCE's fixed 16-bit numbers are set by the worst shape (in the executable's cases, fp16 rows of 1M
+    columns, whose outputs are subnormals: 4.5e-3 of format error, against 2e-4 on short rows)."""
     finite = ref[~torch.isnan(ref)].double()
     error = (finite.to(dtype).double() - finite).norm()
     norm = finite.norm() if scale is None else scale
