@@ -5,6 +5,7 @@ dozens of classes (shapes x dtypes x layouts x kernels), so the tests run untime
 each class takes the first tile that fits). Every tile of both spaces still runs, pinned, in the every-config
 tests, and test_autotuner_picks_run_correctly runs the timed tuner itself.
 """
+import collections
 import os
 from unittest import mock
 
@@ -118,6 +119,7 @@ class MatmulGpuTest(GpuTestCase):
         return True
 
     def test_every_backend_kernel_dtype_shape(self):
+        ran = collections.Counter()
         for backend in ("cuda", "triton"):
             for kernel in cp.matmul_kernels(backend):
                 for dtype in DTYPES:
@@ -126,8 +128,19 @@ class MatmulGpuTest(GpuTestCase):
                             continue  # the naive kernel at the big shape once (fp32) keeps the tier short
                         what = f"{backend}/{kernel} {dtype} {m}x{n}x{k}"
                         with self.subTest(what):
-                            self.check_kernel_on(backend, kernel, self.operand(m, k, dtype), self.operand(k, n, dtype),
-                                                 False, TOLERANCE[dtype], what)
+                            if self.check_kernel_on(backend, kernel, self.operand(m, k, dtype),
+                                                    self.operand(k, n, dtype), False, TOLERANCE[dtype], what):
+                                ran[backend, kernel, dtype] += 1
+        # A kernel that refused every shape of a dtype must refuse an aligned 128^3 of it too (the dtype or this GPU is
+        # not its own): otherwise a refusal that widened would pass the sweep with nothing run.
+        for backend in ("cuda", "triton"):
+            for kernel in cp.matmul_kernels(backend):
+                for dtype in DTYPES:
+                    if ran[backend, kernel, dtype] == 0:
+                        with self.subTest(f"{backend}/{kernel} {dtype} ran none of the sweep's shapes"):
+                            square = self.operand(128, 128, dtype)
+                            with self.assertRaises(ValueError, msg="yet it takes 128x128x128"):
+                                backend_module(backend).check_kernel(kernel, square, square, False)
 
     def test_column_major_operands(self):
         """Every kernel on column-major operands: M = 257 (odd) and M = 256, where a column-major A's leading stride
