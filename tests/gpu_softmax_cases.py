@@ -232,22 +232,24 @@ class SoftmaxGpuTest(GpuTestCase):
             top = int(x[row].argmax())
             x[row, edge], x[row, top] = x[row, top].item(), x[row, edge].item()
         x = x.to(dtype)
+        dy = torch.randn(rows, cols, device="cuda").to(dtype)
+        self.check_forward_backward(module, plan, x, poisoned_like(x), dy, poisoned_like(x))
+
+    def check_forward_backward(self, module, plan, x, y, dy, dx):
+        """module.forward(x) into y, then module.backward(y, dy) into dx (y and dx poisoned by the caller), each
+        against float64 within format_tolerance, and the inputs of each unchanged."""
         x_before = x.clone()
-        y = poisoned_like(x)
         module.forward(x, y, plan)
         torch.cuda.synchronize()
         self.assertTrue(torch.equal(x, x_before), "forward modified its input")
         ref = torch.softmax(x.double(), -1)
-        self.assertClose(y, ref, format_tolerance(ref, dtype), "forward")
-
-        dy = torch.randn(rows, cols, device="cuda").to(dtype)
+        self.assertClose(y, ref, format_tolerance(ref, x.dtype), "forward")
         dy_before, y_before = dy.clone(), y.clone()
-        dx = poisoned_like(x)
         module.backward(y, dy, dx, plan)
         torch.cuda.synchronize()
         self.assertTrue(torch.equal(dy, dy_before) and torch.equal(y, y_before), "backward modified its inputs")
         ref, scale = reference_grad(y, dy), grad_scale(y, dy)
-        self.assertClose(dx, ref, format_tolerance(ref, dtype, scale), "backward", scale=scale)
+        self.assertClose(dx, ref, format_tolerance(ref, x.dtype, scale), "backward", scale=scale)
 
     def test_block_online_blocks_walking_several_rows(self):
         """Long rows and more rows than the GPU keeps in flight: block_online caps its grid at
@@ -345,20 +347,9 @@ class SoftmaxGpuTest(GpuTestCase):
     def check_at_phases(self, module, plan, rows, cols, dtype):
         """check_direct with x, y, dy and dx each at its own storage offset, so their rows' 16-byte
         phases differ (split_row: the portable kernels, where one phase would take the streamed ones)."""
-        x = at_offset(rows, cols, dtype, 1)
-        y = at_offset(rows, cols, dtype, 3, float("nan"))
-        x_before = x.clone()
-        module.forward(x, y, plan)
-        torch.cuda.synchronize()
-        self.assertTrue(torch.equal(x, x_before), "forward modified its input")
-        self.assertClose(y, torch.softmax(x.double(), -1), TOLERANCE[dtype], "forward")
-        dy = at_offset(rows, cols, dtype, 2)
-        dx = at_offset(rows, cols, dtype, 0, float("nan"))
-        dy_before, y_before = dy.clone(), y.clone()
-        module.backward(y, dy, dx, plan)
-        torch.cuda.synchronize()
-        self.assertTrue(torch.equal(dy, dy_before) and torch.equal(y, y_before), "backward modified its inputs")
-        self.assertClose(dx, reference_grad(y, dy), TOLERANCE[dtype], "backward", scale=grad_scale(y, dy))
+        self.check_forward_backward(module, plan, at_offset(rows, cols, dtype, 1),
+                                    at_offset(rows, cols, dtype, 3, float("nan")), at_offset(rows, cols, dtype, 2),
+                                    at_offset(rows, cols, dtype, 0, float("nan")))
 
     def test_cuda_describe_launch_names_the_split_row_layout(self):
         """describe_launch (what the benchmark records as a CUDA record's config) names split_row's layout and only
