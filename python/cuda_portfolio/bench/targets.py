@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import run_cli
-from .report import aa_band, aa_ratios, case_title, provider_label
+from .report import aa_band, case_title, provider_label
 from .schema import validate_results
 
 MiB = 1 << 20
@@ -114,10 +114,9 @@ def verdicts(doc: dict) -> list[Verdict]:
 
 def render(doc: dict, name: str, only_not_met: bool = False) -> list[str]:
     env, found = doc["env"], verdicts(doc)
-    aa = aa_ratios(doc["records"])
     band = aa_band(doc["records"])
     lines = [f"{name}: commit {(env.get('git_commit') or 'unknown')[:12]}, {env['gpu']}"
-             + (f", A/A band {min(aa):.3f}..{max(aa):.3f}" if aa else "")]
+             + (f", A/A band {band[0]:.3f}..{band[1]:.3f}" if band else "")]
     for v in found:
         if only_not_met and v.met:
             continue

@@ -210,8 +210,9 @@ def device_copy_ceiling(settings: TimingSettings, nbytes: int = 1 << 30) -> dict
     generator = torch.Generator(device="cuda")
     generator.seed()
     elements = nbytes // 4
+    moved = 2 * elements * 4  # bytes read + written by one copy
     pairs = []
-    for _ in range(input_copies_for(2 * elements * 4, settings.l2_bytes)):
+    for _ in range(input_copies_for(moved, settings.l2_bytes)):
         src = torch.empty(elements, dtype=torch.float32, device="cuda").uniform_(generator=generator)
         pairs.append((src, torch.empty_like(src)))
 
@@ -227,7 +228,6 @@ def device_copy_ceiling(settings: TimingSettings, nbytes: int = 1 << 30) -> dict
     method, reason = timer.method, timer.method_reason
     timer.close()
     stats = summarize(samples)
-    moved = 2 * elements * 4
     return {"kernel": "torch.neg(src, out=dst), float32", "bytes": moved, "time_ms": stats,
             "tb_per_s": moved / (stats["median"] * 1e-3) / 1e12, "method": method, "method_reason": reason,
             "buffer_pairs": len(pairs), "status": "ok" if ok else "WRONG"}
