@@ -14,13 +14,16 @@ import sys
 import tempfile
 import time
 import unittest
+from unittest import mock
 from pathlib import Path
 
 import torch
 
 from cuda_portfolio.bench import cli, env, shapes
 from cuda_portfolio.bench import compare, plot, report, runner, targets
-from cuda_portfolio.bench.case import CONTROL, OURS, PEER, REFERENCE, Case, Provider, relative_error, selected_names
+from cuda_portfolio.bench import case as case_module
+from cuda_portfolio.bench.case import (CONTROL, OURS, PEER, REFERENCE, Case, Provider, blockwise_relative_error,
+                                      relative_error, selected_names)
 from cuda_portfolio.bench.report import render_table, round_ratios, time_ratio
 from cuda_portfolio.bench.runner import base_record, run_case
 from cuda_portfolio.bench.schema import validate_results
@@ -391,6 +394,41 @@ class RunnerLogicTest(unittest.TestCase):
         records = self.run_fake([provider("mine", OURS, crash, plan="auto")], {})
         self.assertEqual(records["mine"]["status"], "error")
         self.assertIn("illegal memory access", records["mine"]["reason"])
+
+    def test_blockwise_relative_error_reads_as_the_whole_and_flags_what_it_flags(self):
+        x = torch.randn(7, 33, dtype=torch.float64)
+        out = torch.softmax(x, -1).float() * (1 + 1e-3 * torch.randn(7, 33))
+
+        def reference(inputs):
+            return torch.softmax(inputs[0].double(), -1)
+
+        whole = relative_error(out, reference((x,)))
+        with mock.patch.object(case_module, "VALIDATION_BLOCK_BYTES", 2 * 8 * 33):  # blocks of 2 rows: 4 blocks
+            err, problem = blockwise_relative_error(out, reference, (x,))
+            self.assertEqual(problem, "")
+            self.assertAlmostEqual(err, whole[0], delta=1e-12 * whole[0])
+            late_nan = out.clone()
+            late_nan[6, 3] = float("nan")
+            self.assertIn("1 non-finite", blockwise_relative_error(late_nan, reference, (x,))[1])
+            self.assertIn("7 rows", blockwise_relative_error(out[:6], reference, (x,))[1])
+            self.assertIn("shape", blockwise_relative_error(out[:, :32], reference, (x,))[1])
+
+    def test_a_rows_independent_case_is_validated_by_blocks_and_a_wrong_last_row_found(self):
+        def wrong_last_row(x):
+            y = torch.softmax(x, -1)
+            y[-1, 0] += 0.5
+            return y
+
+        case = fake_case([provider("right", OURS, lambda x: torch.softmax(x, -1), plan="auto"),
+                          provider("wrong", OURS, wrong_last_row, plan="auto")])
+        case.rows_independent = True
+        FakeTimer.log, FakeTimer.times = [], {"right": 1.0, "wrong": 1.0}
+        settings = TimingSettings(rounds=1, samples_per_round=1, l2_bytes=1 << 20)
+        with mock.patch.object(case_module, "VALIDATION_BLOCK_BYTES", 8 * 33):  # one row a block
+            records = {r["provider"]: r for r in run_case(case, settings, {}, timer_factory=FakeTimer)}
+        self.assertEqual(records["right"]["status"], "ok")
+        self.assertLess(records["right"]["validation"]["rel_err"], 1e-6)
+        self.assertEqual(records["wrong"]["status"], "WRONG")
 
     def test_relative_error_flags_unwritten_outputs_and_shape(self):
         ref = torch.ones(4, dtype=torch.float64)

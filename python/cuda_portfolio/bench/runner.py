@@ -15,7 +15,7 @@ import statistics
 
 import torch
 
-from .case import CONTROL, OURS, PEER, REFERENCE, Case, relative_error
+from .case import CONTROL, OURS, PEER, REFERENCE, Case, blockwise_relative_error, relative_error
 from .report import time_ratio
 from .timing import LaunchTimer, TimingSettings, first_line, input_copies_for, summarize
 
@@ -72,7 +72,7 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
             except Exception as exc:
                 record["status"], record["reason"] = "error", first_line(exc)
 
-    references = {}
+    references = {}  # whole-tensor cases: one float64 reference per input copy, shared by the providers
     for record, timer, samples, round_medians, provider in active:
         if record["status"] == "ok" and provider.kind != REFERENCE:  # the reference op computes something else
             output, copy_index = timer.last_output()
@@ -81,9 +81,12 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
                     record["config"] = provider.describe(copies[copy_index])
                 except Exception as exc:  # a bug of ours: this record fails, the run's other cases still run
                     record["status"], record["reason"] = "error", f"describing the launch: {first_line(exc)}"
-            if copy_index not in references:
-                references[copy_index] = case.reference(copies[copy_index])
-            rel_err, problem = relative_error(output, references[copy_index])
+            if case.rows_independent:
+                rel_err, problem = blockwise_relative_error(output, case.reference, copies[copy_index])
+            else:
+                if copy_index not in references:
+                    references[copy_index] = case.reference(copies[copy_index])
+                rel_err, problem = relative_error(output, references[copy_index])
             record["validation"]["rel_err"] = rel_err if problem == "" else None
             if problem or rel_err > case.tolerance:
                 record["status"] = "WRONG"
