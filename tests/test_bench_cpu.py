@@ -124,6 +124,36 @@ class CaseWatchdogTest(unittest.TestCase):
         self.assertEqual(cli.parse_args([]).case_timeout, 600.0)
 
 
+class FailedRunTest(unittest.TestCase):
+    """A run that a case ends (out of GPU memory, Ctrl-C) keeps what finished, as the watchdog does."""
+
+    def test_a_case_that_raises_leaves_the_finished_cases_in_a_partial_file(self):
+        record = {"provider": "mine", "status": "ok"}
+        done = []
+
+        def run_case(case, settings, ceilings):
+            if done:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.91 GiB")
+            done.append(case)
+            return [record]
+
+        args = cli.parse_args(["--op", "softmax", "--shapes", "4x8,4x16", "--dtype", "fp32", "--direction", "fwd"])
+        with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+            for target, value in (("cuda_portfolio.bench.runner.run_case", run_case),
+                                  ("cuda_portfolio.bench.softmax_cases.make_softmax_case", lambda *a: "case"),
+                                  ("cuda_portfolio.bench.env.env_block", lambda *a: {}),
+                                  ("cuda_portfolio.bench.timing.l2_bytes", lambda: 1 << 20),
+                                  ("cuda_portfolio.bench.timing.device_copy_ceiling", lambda *a: {})):
+                stack.enter_context(mock.patch(target, value))
+            stderr = stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+            path = Path(tmp) / "run.json"
+            with self.assertRaises(torch.OutOfMemoryError):
+                cli.run(args, "bench", path)
+            partial = json.loads((Path(tmp) / "run.json.partial.json").read_text())
+        self.assertEqual(partial["records"], [record])
+        self.assertIn("case softmax fwd float32 4x16 raised OutOfMemoryError; the 1 records", stderr.getvalue())
+
+
 class PresetTest(unittest.TestCase):
     def test_full_presets_hold_the_baseline_shapes(self):
         for shape in [(4096, 4096), (8192, 8192), (2048, 50257), (1024, 131072), (32, 1048576), (4, 4194304)]:

@@ -4,7 +4,8 @@ Parsing and --help need no GPU and never initialize CUDA; a run without a GPU ex
 one-line reason. Exit status 1 when one of OUR providers computed a WRONG result or failed with an
 error (a peer's WRONG result is reported in the table but is not our failure), or the written file
 fails the schema check; 2 on a bad argument (a --plans name no selected backend lists); 4 when a case
-runs past --case-timeout (the finished cases are written next to the JSON path, .partial.json).
+runs past --case-timeout (the finished cases are written next to the JSON path, .partial.json, as they are
+when a case raises: out of GPU memory, Ctrl-C).
 """
 from __future__ import annotations
 
@@ -172,7 +173,8 @@ def default_json_path(op: str) -> Path:
 def run(args, command: str, json_path: Path) -> dict:
     """Every case of `args`, returned as the results document (main writes it to json_path). Sets allow_tf32 for the
     process when asked, measures the copy ceiling first, and arms a watchdog: a case past --case-timeout writes the
-    finished cases to JSON_PATH.partial.json and ends the process with status 4."""
+    finished cases to JSON_PATH.partial.json and ends the process with status 4; a case that raises (out of GPU
+    memory, Ctrl-C) writes them there too before the exception goes on."""
     from .env import env_block
     from .matmul_cases import make_matmul_case
     from .runner import run_case
@@ -195,23 +197,33 @@ def run(args, command: str, json_path: Path) -> dict:
                              "plans": args.plans, "backends": args.backends},
                 "ceilings": ceilings, "records": records}
 
-    def give_up(label: str) -> None:
+    def save_partial() -> Path:
         partial = json_path.with_name(json_path.name + ".partial.json")
         partial.parent.mkdir(parents=True, exist_ok=True)
         partial.write_text(json.dumps(document(), indent=1) + "\n")
+        return partial
+
+    def give_up(label: str) -> None:
         print(f"\nbench: case {label} did not finish within {args.case_timeout:g} s (a kernel that never "
-              f"returns?); the {len(records)} records of the cases before it are in {partial}", file=sys.stderr,
-              flush=True)
+              f"returns?); the {len(records)} records of the cases before it are in {save_partial()}",
+              file=sys.stderr, flush=True)
         os._exit(4)
 
     watchdog = CaseWatchdog(args.case_timeout, give_up)
     for op, dtype, direction, shape in _progress(case_specs(args)):
-        watchdog.start(f"{op} {direction} {str(dtype).removeprefix('torch.')} {shape_text(shape)}")
-        if op == "softmax":
-            case = make_softmax_case(shape, dtype, direction, args.backends, args.plan_selection)
-        else:
-            case = make_matmul_case(shape, dtype, args.backends, args.plan_selection)
-        records += run_case(case, settings, ceilings)
+        label = f"{op} {direction} {str(dtype).removeprefix('torch.')} {shape_text(shape)}"
+        watchdog.start(label)
+        try:
+            if op == "softmax":
+                case = make_softmax_case(shape, dtype, direction, args.backends, args.plan_selection)
+            else:
+                case = make_matmul_case(shape, dtype, args.backends, args.plan_selection)
+            records += run_case(case, settings, ceilings)
+        except BaseException as exc:  # out of GPU memory, Ctrl-C, a bug: the finished cases are kept
+            watchdog.stop()
+            print(f"\nbench: case {label} raised {type(exc).__name__}; the {len(records)} records of the cases "
+                  f"before it are in {save_partial()}", file=sys.stderr, flush=True)
+            raise
         del case
         torch.cuda.empty_cache()  # the next case may need the memory this one's graphs and copies held
         watchdog.stop()
