@@ -425,6 +425,24 @@ class RunnerLogicTest(unittest.TestCase):
         self.assertEqual(records["mine"]["status"], "error")
         self.assertIn("illegal memory access", records["mine"]["reason"])
 
+    def test_the_memory_each_provider_leaves_held_is_recorded(self):
+        held = iter([3 << 30, 5 << 30, 6 << 30, 9 << 30])  # allocated, reserved; then the same after the second
+
+        def refuse(x):
+            raise ValueError("peer refuses rows of 33 columns")
+
+        with mock.patch.object(torch.cuda, "memory_allocated", lambda: next(held)), \
+                mock.patch.object(torch.cuda, "memory_reserved", lambda: next(held)):
+            records = self.run_fake([provider("mine", OURS, lambda x: torch.softmax(x, -1), plan="auto"),
+                                     provider("refuser", PEER, refuse),
+                                     provider("torch", PEER, lambda x: torch.softmax(x, -1))],
+                                    {"mine": 1.0, "torch": 1.0})
+        self.assertEqual(records["mine"]["memory_after_prepare"],
+                         {"allocated_bytes": 3 << 30, "reserved_bytes": 5 << 30})
+        self.assertIsNone(records["refuser"]["memory_after_prepare"])
+        self.assertEqual(records["torch"]["memory_after_prepare"],
+                         {"allocated_bytes": 6 << 30, "reserved_bytes": 9 << 30})
+
     def test_blockwise_relative_error_reads_as_the_whole_and_flags_what_it_flags(self):
         x = torch.randn(7, 33, dtype=torch.float64)
         out = torch.softmax(x, -1).float() * (1 + 1e-3 * torch.randn(7, 33))

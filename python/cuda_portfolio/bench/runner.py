@@ -25,7 +25,8 @@ def base_record(case: Case, provider) -> dict:
             "shape": list(case.shape), "provider": provider.name, "kind": provider.kind, "plan": provider.plan,
             "resolved_plan": provider.resolved_plan, "config": None, "control_of": provider.control_of,
             "status": provider.status, "reason": provider.reason, "method": None, "method_reason": "",
-            "launches_per_sample": None, "input_copies": None, "time_ms": None, "bytes": case.bytes,
+            "launches_per_sample": None, "input_copies": None, "memory_after_prepare": None, "time_ms": None,
+            "bytes": case.bytes,
             "flops": case.flops, "tb_per_s": None, "tflop_per_s": None, "ratio_to_ceiling": None, "ratio_to_peers": {},
             "validation": {"rel_err": None, "tolerance": case.tolerance}}
 
@@ -59,6 +60,10 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
             record["status"] = "error" if provider.kind == OURS else "refused"
             record["reason"] = first_line(exc)
             continue
+        # What the process holds with this provider ready and the ones before it: the providers' graphs, outputs and
+        # pools stay until validation, so a case's memory is the sum of its providers' (an 80 GiB H100 ran out).
+        record["memory_after_prepare"] = {"allocated_bytes": torch.cuda.memory_allocated(),
+                                          "reserved_bytes": torch.cuda.memory_reserved()}
         active.append((record, timer, [], [], provider))
 
     for order in rotated_rounds(active, settings.rounds):
