@@ -76,10 +76,7 @@ class GpuTestCase(unittest.TestCase):
         self.assertFalse(bool(bad.any()), f"{what}: {int(bad.sum())} NaN/unwritten outputs (seed {self.seed})")
         same_nan = torch.isnan(out64) == torch.isnan(ref64)
         self.assertTrue(bool(same_nan.all()), f"{what}: NaN pattern differs from the reference (seed {self.seed})")
-        finite = ~torch.isnan(ref64)
-        diff = (out64[finite] - ref64[finite]).norm()
-        norm = ref64[finite].norm() if scale is None else scale
-        rel = float(diff / norm) if norm > 0 else float(diff)
+        rel = relative_error(out64, ref64, scale)
         self.assertLessEqual(rel, tol, f"{what}: rel err {rel:.3e} > {tol:.2g} (seed {self.seed})")
 
 
@@ -112,7 +109,13 @@ def format_tolerance(ref: torch.Tensor, dtype: torch.dtype, scale: float | None 
     softmax_cases.cpp; a CPU emulation of the kernels' arithmetic on the sweep's inputs stays within 0.905 of it),
     where TOLERANCE's fixed 16-bit numbers are set by the worst shape (in the executable's cases, fp16 rows of 1M
     columns, whose outputs are subnormals: 4.5e-3 of format error, against 2e-4 on short rows)."""
-    finite = ref[~torch.isnan(ref)].double()
-    error = (finite.to(dtype).double() - finite).norm()
-    norm = finite.norm() if scale is None else scale
-    return 1.1 * float(error / norm if norm > 0 else error) + 1e-5
+    ref64 = ref.double()
+    return 1.1 * relative_error(ref64.to(dtype).double(), ref64, scale) + 1e-5
+
+
+def relative_error(out64: torch.Tensor, ref64: torch.Tensor, scale: float | None = None) -> float:
+    """||out - ref|| / scale over the elements where ref is not NaN (scale: ||ref|| there unless given)."""
+    finite = ~torch.isnan(ref64)
+    diff = (out64[finite] - ref64[finite]).norm()
+    norm = ref64[finite].norm() if scale is None else scale
+    return float(diff / norm) if norm > 0 else float(diff)
