@@ -15,6 +15,7 @@ latency stays out of the measured interval.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import statistics
@@ -30,6 +31,9 @@ NO_CACHING_ENV = "PYTORCH_NO_CUDA_MEMORY_CACHING"
 HOST_LATENCY_SPIN_CYCLES = 1_000_000
 MAX_INPUT_COPIES = 64
 MAX_LAUNCHES_PER_GRAPH = 1000
+# A capture that fails once is tried again: a provider's first call inside a capture can fail where later ones do not
+# (Liger's first backward of a process, in every preset run so far).
+CAPTURE_ATTEMPTS = 2
 PROBE_REPLAYS = 3  # replays of the probe graph that sets launches per sample (LaunchTimer._probe_estimate_ms)
 
 
@@ -77,6 +81,34 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return text[:limit]
 
 
+@contextlib.contextmanager
+def capture(graph: torch.cuda.CUDAGraph, stream: torch.cuda.Stream):
+    """torch.cuda.graph(graph, stream=stream), which, when the capture fails, also undoes what torch leaves behind.
+
+    A capture that the CUDA runtime invalidated (a provider's call that capture does not allow) fails in torch's
+    capture_end before it tells the caching allocator the capture is over, and the graph never releases a pool it did
+    not finish: the allocator then counts a capture underway for the rest of the process, and while one is underway
+    empty_cache and the retry after a failed cudaMalloc free no cached block. One failed capture (Liger's first
+    backward) made the vocab preset's reserved memory grow by each later case's working set until an 80 GiB H100
+    ran out (perf log, "Session 70"). torch.cuda.graph also leaves `stream` current then; it is made current only here.
+    """
+    pool = torch.cuda.graph_pool_handle()  # ours, so it can be named when the capture fails
+    previous = torch.cuda.current_stream()
+    try:
+        with torch.cuda.graph(graph, pool=pool, stream=stream):
+            yield
+    except BaseException:
+        torch.cuda.set_stream(previous)
+        device = torch.cuda.current_device()
+        try:
+            torch._C._cuda_endAllocateToPool(device, pool)
+        except RuntimeError:  # capture_end got past that point: the graph releases its pool itself
+            pass
+        else:
+            torch._C._cuda_releasePool(device, pool)
+        raise
+
+
 class LaunchTimer:
     """Times `launches` (one zero-argument callable per input copy, each returning its output)."""
 
@@ -101,12 +133,19 @@ class LaunchTimer:
         torch.cuda.current_stream().wait_stream(warm)
         torch.cuda.synchronize()
         if self.method == "graph":  # the estimate from a probe graph (_capture)
-            try:
-                self._capture(warm)
-            except Exception as exc:  # a provider that syncs, allocates outside the pool, ...
-                self._graph = None
-                torch.cuda.synchronize()
-                self.method, self.method_reason = "events", f"graph capture failed: {first_line(exc)}"
+            failures = []
+            for _ in range(CAPTURE_ATTEMPTS):
+                try:
+                    self._capture(warm)
+                    break
+                except Exception as exc:  # a provider that syncs, allocates outside the pool, ...
+                    self._graph = None
+                    torch.cuda.synchronize()
+                    failures.append(first_line(exc))
+            if self._graph is None:
+                self.method, self.method_reason = "events", f"graph capture failed: {failures[0]}"
+            elif failures:
+                self.method_reason = f"graph captured on attempt {len(failures) + 1}; it failed before: {failures[0]}"
         if self.method == "events":
             self.estimate_ms = statistics.median(self._time_single(launch) for launch in self.launches[:3])
             self._flush = torch.empty(2 * self.settings.l2_bytes, dtype=torch.uint8, device="cuda")
@@ -127,7 +166,7 @@ class LaunchTimer:
         # graph reuses them without a memset node (one first made during a capture is not kept:
         # native/_workspace.py). A throwaway capture first: other state a provider creates on its first
         # call in a capture lands in that graph, not in the probe or the timed one.
-        with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=stream):
+        with capture(torch.cuda.CUDAGraph(), stream):
             for launch in self.launches:
                 launch()
         self.estimate_ms = self._probe_estimate_ms(stream)
@@ -135,7 +174,7 @@ class LaunchTimer:
         per_sample = min(MAX_LAUNCHES_PER_GRAPH, max(copies, wanted))
         per_sample = math.ceil(per_sample / copies) * copies
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
+        with capture(graph, stream):
             for i in range(per_sample):
                 output = self.launches[i % copies]()
         self._graph, self.launches_per_sample = graph, per_sample
@@ -150,7 +189,7 @@ class LaunchTimer:
         sample instead of 18, and each replay's fixed cost charged to 4 launches: +8% for that provider alone.
         """
         probe = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(probe, stream=stream):
+        with capture(probe, stream):
             for launch in self.launches:
                 launch()
         probe.replay()  # warm: the graph's first upload
