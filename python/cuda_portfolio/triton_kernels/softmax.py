@@ -611,26 +611,85 @@ def _publish(word_ptr, value, tag):
     tl.atomic_xchg(word_ptr, (bits << 32) | tag, sem="relaxed")
 
 
+# split_row's poll (_published), compiled: each warp polls its own lanes' words, with no barrier per round. A lane's
+# word is $1[$2]; lanes at or past $3 (the row's word count) load nothing and give 0. Until every lane's word has the
+# launch's tag ($4) in its low half, reload (vote.all: the branch is uniform in the warp, so no lane waits apart
+# from its warp); each load is one 64-bit relaxed load from L2, single-copy atomic (a .v2.b32 load would be two
+# accesses). $0 is then the word's high half. The address is formed inside (a 64-bit pointer per lane held outside
+# spilled the fp32 unaligned backward at its 80-register cap). The braces scope the registers; ${:uid} makes the
+# label unique per copy. POLL_PAIR_PTX polls the words at $2[$4] and $3[$4] in the same rounds (count $5, tag $6)
+# into $0 and $1.
+POLL_WORD_PTX = tl.constexpr("""{
+    .reg .pred tagged;
+    .reg .b32 low;
+    .reg .b64 word, address;
+    mov.b32 $0, 0;
+    mul.wide.s32 address, $2, 8;
+    add.s64 address, address, $1;
+POLL${:uid}:
+    setp.ge.s32 tagged, $2, $3;
+    @!tagged ld.relaxed.gpu.global.b64 word, [address];
+    @!tagged mov.b64 {low, $0}, word;
+    @!tagged setp.eq.b32 tagged, low, $4;
+    vote.sync.all.pred tagged, tagged, 0xffffffff;
+    @!tagged bra.uni POLL${:uid};
+}""")
+POLL_PAIR_PTX = tl.constexpr("""{
+    .reg .pred tagged, second_tagged;
+    .reg .b32 low, second_low;
+    .reg .b64 word, second_word, offset, address, second_address;
+    mov.b32 $0, 0;
+    mov.b32 $1, 0;
+    mul.wide.s32 offset, $4, 8;
+    add.s64 address, offset, $2;
+    add.s64 second_address, offset, $3;
+POLL${:uid}:
+    setp.ge.s32 tagged, $4, $5;
+    @!tagged ld.relaxed.gpu.global.b64 word, [address];
+    @!tagged ld.relaxed.gpu.global.b64 second_word, [second_address];
+    @!tagged mov.b64 {low, $0}, word;
+    @!tagged mov.b64 {second_low, $1}, second_word;
+    @!tagged setp.eq.b32 second_tagged, second_low, $6;
+    @!tagged setp.eq.and.b32 tagged, low, $6, second_tagged;
+    vote.sync.all.pred tagged, tagged, 0xffffffff;
+    @!tagged bra.uni POLL${:uid};
+}""")
+
+
 @triton.jit
 def _published(words_ptr, first, count, tag, pair_offset, POLL_LANES: tl.constexpr, PAIR: tl.constexpr):
     """The fp32 partials of words [first, first + count) at words_ptr, and with PAIR those pair_offset words on too,
-    read again until every one carries `tag`: one load of each per round, so a pair costs one round trip. The loop's
-    condition is a reduction over the program, so every thread leaves it together (a per-thread poll gave the 16-bit
-    held kernels a stack frame, session 65). POLL_LANES is at least the program's threads, so a word is one thread's
-    and the warps past the row's words issue no loads: sized to the chunks instead, the words sat in every warp at
-    once, each warp polled them all, and 16-warp programs lost 8-20% (H100, session 65). Lanes past count give 0
-    (the caller masks them)."""
-    tag32 = tag.to(tl.int32)
+    read again until every one carries `tag`: one load of each per round, so a pair costs one round trip. Compiled,
+    each warp polls its own lanes' words (POLL_WORD_PTX), and no barrier runs until the caller reduces the values:
+    polled in Triton, the loop's condition was a reduction over the program, barriers every round, and the held
+    16-warp backward lost 3-5% to the per-row counter's poll (H200, session 66). POLL_LANES is at least the program's
+    threads, so a word is one thread's and the warps past the row's words issue no loads (sized to the chunks, the
+    words sat in every warp and each warp polled them all: 16-warp programs lost 8-20%, H100, session 65). Lanes past
+    count give 0, so a sum needs no mask (the caller masks the maxima). Interpreted (a row is one chunk there), the
+    same poll as a Triton loop."""
     part = tl.arange(0, POLL_LANES)
-    first_values = tl.zeros([POLL_LANES], tl.float32)  # the words' high halves: a register each, not two
+    tag32 = tag.to(tl.int32)
+    if INLINE_PTX:
+        if PAIR:
+            first_bits, second_bits = tl.inline_asm_elementwise(
+                POLL_PAIR_PTX, "=r,=r,l,l,r,r,r",
+                [words_ptr + first, words_ptr + pair_offset + first, part, count, tag32],
+                dtype=(tl.int32, tl.int32), is_pure=False, pack=1)
+        else:
+            first_bits = tl.inline_asm_elementwise(POLL_WORD_PTX, "=r,l,r,r,r", [words_ptr + first, part, count, tag32],
+                                                   dtype=tl.int32, is_pure=False, pack=1)
+            second_bits = first_bits
+        return first_bits.to(tl.float32, bitcast=True), second_bits.to(tl.float32, bitcast=True)
+    in_row = part < count
+    first_values = tl.zeros([POLL_LANES], tl.float32)
     second_values = tl.zeros([POLL_LANES], tl.float32)
     waiting = 1
     while waiting != 0:
-        words = tl.load(words_ptr + first + part, mask=part < count, other=tag, volatile=True)
+        words = tl.load(words_ptr + first + part, mask=in_row, other=tag, volatile=True)
         tagged = words.to(tl.int32) == tag32
         first_values = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
         if PAIR:
-            words = tl.load(words_ptr + pair_offset + first + part, mask=part < count, other=tag, volatile=True)
+            words = tl.load(words_ptr + pair_offset + first + part, mask=in_row, other=tag, volatile=True)
             tagged &= words.to(tl.int32) == tag32
             second_values = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
         waiting = tl.max(1 - tagged.to(tl.int32), axis=0)
@@ -918,10 +977,8 @@ def softmax_fwd_split_row_kernel(x_ptr, y_ptr, counters_ptr, cols, x_row_stride,
             chunk_max, chunk_sum = _online_max_sum(x_row, start, stop, BLOCK_N, THREADS, EDGES)
         _publish(words_ptr + job, chunk_max, tag)
         _publish(words_ptr + jobs + job, chunk_sum, tag)
-        in_row = tl.arange(0, POLL_LANES) < chunks
         part_max, part_sum = _published(words_ptr, row * chunks, chunks, tag, jobs, POLL_LANES, PAIR=True)
-        part_max = tl.where(in_row, part_max, float("-inf"))
-        part_sum = tl.where(in_row, part_sum, 0.0)
+        part_max = tl.where(tl.arange(0, POLL_LANES) < chunks, part_max, float("-inf"))  # the sums past are 0 already
         row_max = tl.max(part_max, axis=0)
         inv_sum = 1.0 / tl.sum(part_sum * _exp(part_max - row_max), axis=0)
         if HELD:
@@ -957,9 +1014,8 @@ def softmax_bwd_split_row_kernel(y_ptr, dy_ptr, dx_ptr, counters_ptr, cols, y_ro
             _publish(words_ptr + job, _held_dot(y, dy, y_edges, dy_edges, y_ptr.dtype.element_ty), tag)
         else:
             _publish(words_ptr + job, _dot_span(y_row, dy_row, start, stop, BLOCK_N, STAGES, EDGES), tag)
-        in_row = tl.arange(0, POLL_LANES) < chunks
         part_dot, _ = _published(words_ptr, row * chunks, chunks, tag, 0, POLL_LANES, PAIR=False)
-        dot = tl.sum(tl.where(in_row, part_dot, 0.0), axis=0)
+        dot = tl.sum(part_dot, axis=0)  # lanes past the row's chunks give 0
         if HELD:
             _grad_held(dx_row, start, stop, y, dy, y_edges, dy_edges, dot, BLOCK_N, EDGES)
         else:
