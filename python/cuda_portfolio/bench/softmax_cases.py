@@ -148,14 +148,28 @@ def _liger_provider(direction) -> Provider:
     except ImportError as exc:
         return Provider("liger", PEER, status="unavailable", reason=f"liger-kernel not installed ({first_line(exc)})")
 
+    return Provider("liger", PEER, bind=bind_through_autograd(LigerSoftmaxFunction.apply, direction))
+
+
+def bind_through_autograd(softmax, direction):
+    """Launches of `softmax` (x -> y) forward, or of its backward through torch.autograd.grad.
+
+    The backward's forward runs once here, on a side stream: autograd launches each backward kernel on its forward's
+    stream, and the legacy default stream cannot join a graph capture, so a forward run there made every capture of
+    the backward fail (Liger's, session 70; the earlier presets captured it only because a failed capture had left
+    its stream current for the rest of the process)."""
     def bind(inputs):
         if direction == "fwd":
-            return lambda: LigerSoftmaxFunction.apply(inputs[0])
+            return lambda: softmax(inputs[0])
         x = inputs[0].detach().requires_grad_()
-        y = LigerSoftmaxFunction.apply(x)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            y = softmax(x)
+        torch.cuda.current_stream().wait_stream(side)
         dy = inputs[2]
         return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)[0]
-    return Provider("liger", PEER, bind=bind)
+    return bind
 
 
 SAME_TRAFFIC = "elementwise (same bytes)"

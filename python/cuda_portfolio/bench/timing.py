@@ -31,9 +31,6 @@ NO_CACHING_ENV = "PYTORCH_NO_CUDA_MEMORY_CACHING"
 HOST_LATENCY_SPIN_CYCLES = 1_000_000
 MAX_INPUT_COPIES = 64
 MAX_LAUNCHES_PER_GRAPH = 1000
-# A capture that fails once is tried again: a provider's first call inside a capture can fail where later ones do not
-# (Liger's first backward of a process, in every preset run so far).
-CAPTURE_ATTEMPTS = 2
 PROBE_REPLAYS = 3  # replays of the probe graph that sets launches per sample (LaunchTimer._probe_estimate_ms)
 
 
@@ -90,7 +87,8 @@ def capture(graph: torch.cuda.CUDAGraph, stream: torch.cuda.Stream):
     not finish: the allocator then counts a capture underway for the rest of the process, and while one is underway
     empty_cache and the retry after a failed cudaMalloc free no cached block. One failed capture (Liger's first
     backward) made the vocab preset's reserved memory grow by each later case's working set until an 80 GiB H100
-    ran out (perf log, "Session 70"). torch.cuda.graph also leaves `stream` current then; it is made current only here.
+    ran out (perf log, "Session 70"). torch.cuda.graph also leaves `stream` current then (and everything after ran
+    on it); the stream current before is restored here.
     """
     pool = torch.cuda.graph_pool_handle()  # ours, so it can be named when the capture fails
     previous = torch.cuda.current_stream()
@@ -133,19 +131,12 @@ class LaunchTimer:
         torch.cuda.current_stream().wait_stream(warm)
         torch.cuda.synchronize()
         if self.method == "graph":  # the estimate from a probe graph (_capture)
-            failures = []
-            for _ in range(CAPTURE_ATTEMPTS):
-                try:
-                    self._capture(warm)
-                    break
-                except Exception as exc:  # a provider that syncs, allocates outside the pool, ...
-                    self._graph = None
-                    torch.cuda.synchronize()
-                    failures.append(first_line(exc))
-            if self._graph is None:
-                self.method, self.method_reason = "events", f"graph capture failed: {failures[0]}"
-            elif failures:
-                self.method_reason = f"graph captured on attempt {len(failures) + 1}; it failed before: {failures[0]}"
+            try:
+                self._capture(warm)
+            except Exception as exc:  # a provider that syncs, allocates outside the pool, ...
+                self._graph = None
+                torch.cuda.synchronize()
+                self.method, self.method_reason = "events", f"graph capture failed: {first_line(exc)}"
         if self.method == "events":
             self.estimate_ms = statistics.median(self._time_single(launch) for launch in self.launches[:3])
             self._flush = torch.empty(2 * self.settings.l2_bytes, dtype=torch.uint8, device="cuda")
