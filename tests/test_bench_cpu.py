@@ -22,6 +22,7 @@ import torch
 from cuda_portfolio.bench import cli, env, shapes
 from cuda_portfolio.bench import compare, plot, report, runner, targets
 from cuda_portfolio.bench import case as case_module
+from cuda_portfolio.bench import timing
 from cuda_portfolio.bench.case import (CONTROL, OURS, PEER, REFERENCE, Case, Provider, blockwise_relative_error,
                                       relative_error, selected_names)
 from cuda_portfolio.bench.report import render_table, round_ratios, time_ratio
@@ -152,6 +153,45 @@ class FailedRunTest(unittest.TestCase):
             partial = json.loads((Path(tmp) / "run.json.partial.json").read_text())
         self.assertEqual(partial["records"], [record])
         self.assertIn("case softmax fwd float32 4x16 raised OutOfMemoryError; the 1 records", stderr.getvalue())
+
+
+class FailedCaptureTest(unittest.TestCase):
+    """timing.capture undoes what a failed capture leaves in torch (the GPU tier provokes a real one): the allocator's
+    capture of the pool ended and the pool released, unless capture_end got that far, and the stream restored."""
+
+    def run_failing_capture(self, end_raises: bool) -> mock.MagicMock:
+        calls = mock.MagicMock()
+        calls.end.side_effect = RuntimeError("endAllocatePool: not currently recording to mempool_id") if end_raises \
+            else None
+
+        @contextlib.contextmanager
+        def failing_graph(graph, pool, stream):
+            calls.graph(pool=pool, stream=stream)
+            yield
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+
+        with contextlib.ExitStack() as stack:
+            for target, value in (("torch.cuda.graph", failing_graph),
+                                  ("torch.cuda.graph_pool_handle", lambda: (0, 7)),
+                                  ("torch.cuda.current_stream", lambda: "stream before"),
+                                  ("torch.cuda.set_stream", calls.set_stream),
+                                  ("torch.cuda.current_device", lambda: 0)):
+                stack.enter_context(mock.patch(target, value))
+            stack.enter_context(mock.patch.object(torch._C, "_cuda_endAllocateToPool", calls.end, create=True))
+            stack.enter_context(mock.patch.object(torch._C, "_cuda_releasePool", calls.release, create=True))
+            with self.assertRaisesRegex(RuntimeError, "during capture"):
+                with timing.capture("graph", "capture stream"):
+                    pass
+        calls.graph.assert_called_once_with(pool=(0, 7), stream="capture stream")
+        calls.set_stream.assert_called_once_with("stream before")
+        calls.end.assert_called_once_with(0, (0, 7))
+        return calls
+
+    def test_a_capture_that_failed_before_capture_end_is_ended_and_its_pool_released(self):
+        self.run_failing_capture(end_raises=False).release.assert_called_once_with(0, (0, 7))
+
+    def test_a_pool_that_capture_end_ended_is_left_to_its_graph(self):
+        self.run_failing_capture(end_raises=True).release.assert_not_called()
 
 
 class PresetTest(unittest.TestCase):
