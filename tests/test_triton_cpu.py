@@ -153,14 +153,18 @@ HELD_SPLIT_ROW_FORWARD_SPILL_BYTES = 24
 # (sm_90a, each release's own ptxas) and located in the SASS; none of these builds has run on a GPU.
 # - 3.7 (PyTorch 2.12 and 2.13 pin 3.7.0 / 3.7.1): the fp32 plain split_row backward of unaligned rows, 8 bytes from
 #   3.7's PTX (3.6's ptxas spills them too): two words stored once per program before the job loop and loaded once
-#   per job after the row exchange, outside the tile loops.
+#   per job after the row exchange, outside the tile loops (4 bytes, one word, since warp-poll). Since warp-poll
+#   (session 70, 3.7.1's ptxas) the fp32 plain split_row forward of unaligned rows too, 8 bytes: one word stored once
+#   per program before the job loop and loaded once per job after pass 1, one loaded and (conditionally) stored once
+#   per job around pass 1's block reduction, outside the tile loops; 3.6 compiles it without one.
 # - 3.8 and 3.9: the held 16-bit split_row forward of 16-byte rows, 36 bytes (8192-column chunks, 4 warps) and 44
 #   (16384, 8 warps), from their PTX under their ptxas (12.9, 13.4); 3.6's ptxas (12.8) compiles the same PTX, and
 #   theirs 3.6's PTX, without a spill. About ten words of pass 2, stored and reloaded once per job after the exchange.
 _HELD_16BIT_FORWARD_SPILLS = {("softmax_fwd_split_row_kernel", True, dtype, True): 44
                               for dtype in ("torch.float16", "torch.bfloat16")}
 NEWER_TRITON_SOFTMAX_SPILLS = {
-    (3, 7): {("softmax_bwd_split_row_kernel", False, "torch.float32", False): 8},
+    (3, 7): {("softmax_bwd_split_row_kernel", False, "torch.float32", False): 8,
+             ("softmax_fwd_split_row_kernel", False, "torch.float32", False): 8},
     (3, 8): _HELD_16BIT_FORWARD_SPILLS,
     (3, 9): _HELD_16BIT_FORWARD_SPILLS,
 }
