@@ -680,6 +680,20 @@ class MarkdownTest(unittest.TestCase):
                          "|---|---|---|---|---|\n"
                          "| 3×33 | split_row | 0.70 | 0.50 | 0.86 |")
 
+    def test_a_cell_timed_by_another_method_than_the_run_says_so(self):
+        fwd = fake_case([])
+        bwd = dataclasses.replace(fwd, direction="bwd")
+        doc = load_fixture()
+        doc["env"]["timing_method"] = "graph"
+        doc["records"] = [md_record(case, name, kind, ratio, *plan, method=method)
+                          for case, events in ((fwd, "graph"), (bwd, "events"))
+                          for name, kind, ratio, plan, method in (("cuda", OURS, 0.9, ("auto", "split_row"), "graph"),
+                                                                  ("liger", PEER, 0.8, (), events))]
+        self.assertEqual(report.render_markdown(doc),
+                         "| fp32 softmax, fwd / bwd | cuda plan (fwd / bwd) | cuda | Liger |\n"
+                         "|---|---|---|---|\n"
+                         "| 3×33 | split_row | 0.90 / 0.90 | 0.80 / 0.80 (events) |")
+
     def test_gemm_table_and_the_ladder_of_kernel_versions(self):
         bf16 = Case("matmul", "fwd", torch.bfloat16, (4000, 3000, 2000), None, None, 1e-2, flops=48 * 10 ** 9)
         fp16 = dataclasses.replace(bf16, dtype=torch.float16)

@@ -202,11 +202,16 @@ def status_cell(r: dict | None) -> str:
     return f"refuses ({dtypes} only)" if dtypes else "refuses"
 
 
-def ratio_cell(r: dict | None) -> str:
-    """The ratio to the ceiling (copy bandwidth or cuBLAS), 2 decimals, or why there is none."""
+def ratio_cell(r: dict | None, run_method: str | None = None) -> str:
+    """The ratio to the ceiling (copy bandwidth or cuBLAS), 2 decimals, or why there is none; with the record's timing
+    method in brackets where it is not the run's (a provider whose capture failed, timed by events: no ratio to the
+    others is taken across methods, and its cell is not like theirs)."""
     if r is None or r["status"] != "ok":
         return status_cell(r)
-    return "-" if r["ratio_to_ceiling"] is None else f"{r['ratio_to_ceiling']:.2f}"
+    if r["ratio_to_ceiling"] is None:
+        return "-"
+    method = f" ({r['method']})" if run_method and r.get("method") and r["method"] != run_method else ""
+    return f"{r['ratio_to_ceiling']:.2f}{method}"
 
 
 def tflops_cell(r: dict | None, decimals: int) -> str:
@@ -235,7 +240,7 @@ def softmax_table(records: list[dict], env: dict) -> str:
     rows = []
     for shape in unique(tuple(r["shape"]) for r in records):
         cases = {p: [by_case.get((shape, p, d)) for d in directions] for p in ours + peers}
-        ratios = {p: " / ".join(ratio_cell(r) for r in cases[p]) for p in ours + peers}
+        ratios = {p: " / ".join(ratio_cell(r, env.get("timing_method")) for r in cases[p]) for p in ours + peers}
         plans = {p: " / ".join(unique(plan_of(r) for r in cases[p])) for p in ours}
         rows.append([shape_cross(shape), plans[ours[0]], ratios[ours[0]],
                      *(f"{ratios[p]} ({plans[p]})" for p in ours[1:]), *(ratios[p] for p in peers)])
@@ -253,7 +258,7 @@ def gemm_table(records: list[dict], env: dict) -> str:
     for dtype, shape in unique((r["dtype"], tuple(r["shape"])) for r in records):
         cells = {p: by_case.get((dtype, shape, p)) for p in ours + peers}
         rows.append([f"{SHORT_DTYPE[dtype]} {shape_cross(shape)}",
-                     *(f"{ratio_cell(cells[p])} ({plan_of(cells[p])})" for p in ours),
+                     *(f"{ratio_cell(cells[p], env.get('timing_method'))} ({plan_of(cells[p])})" for p in ours),
                      *(tflops_cell(cells[p], 0) for p in peers)])
     return markdown_table(header, rows)
 
