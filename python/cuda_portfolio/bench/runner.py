@@ -61,7 +61,8 @@ def run_case(case: Case, settings: TimingSettings, ceilings: dict, timer_factory
             record["reason"] = first_line(exc)
             continue
         # What the process holds with this provider ready and the ones before it: the providers' graphs, outputs and
-        # pools stay until validation, so a case's memory is the sum of its providers' (an 80 GiB H100 ran out).
+        # pools stay until validation, so a case's memory is the sum of its providers', and memory a case did not give
+        # back shows at the next case's first provider (how a failed capture's leak was found: perf log, "Session 70").
         record["memory_after_prepare"] = {"allocated_bytes": torch.cuda.memory_allocated(),
                                           "reserved_bytes": torch.cuda.memory_reserved()}
         active.append((record, timer, [], [], provider))
