@@ -133,13 +133,24 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
     if (past_half && (!forward || dtype == DType::F32)) return SoftmaxPlan::BlockPerRow;
     return SoftmaxPlan::WarpPerRow;
   }
+  // Rows of whole 16-byte units, as an aligned tensor's are (the launch checks the pointers).
+  const bool whole_units = cols * static_cast<std::int64_t>(dtype_size(dtype)) % 16 == 0;
   if (cols <= 16384 && rows >= sms) {
     if (!forward && dtype != DType::F32 && rows > sms) {
-      const bool whole_units = cols * static_cast<std::int64_t>(dtype_size(dtype)) % 16 == 0;
-      if (softmax_detail::block_per_row_backward_blocks_per_sm(dtype, cols, whole_units) < 2)
+      if (softmax_detail::block_per_row_backward_residency(dtype, cols, whole_units).blocks < 2)
         return whole_units ? SoftmaxPlan::BlockOnline : SoftmaxPlan::SplitRow;
     }
     return SoftmaxPlan::BlockPerRow;
+  }
+  // 16-bit backward rows of whole units past 16384 columns, many rows: block_per_row where its one block per SM is
+  // a whole 1024 threads (4-unit tiles from 31745 columns), which keeps 128 KB in flight through the reduction:
+  // bf16 4096x32768 1.00x copy against split_row's 0.99x on an H200, 0.99x / 0.96x Liger on an H100, 4096x32000
+  // 0.99x / 0.97x Liger; at 768 threads (4096x24001) split_row leads, 0.95x against 0.92x (docs/perf-log.md,
+  // session 71).
+  if (!forward && dtype != DType::F32 && whole_units && cols <= softmax_detail::kBlockPerRowMaxCols &&
+      rows >= 12 * sms) {
+    const softmax_detail::BlockResidency r = softmax_detail::block_per_row_backward_residency(dtype, cols, true);
+    if (r.blocks * r.threads >= 1024) return SoftmaxPlan::BlockPerRow;
   }
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (softmax_detail::split_row_streams(dtype, cols, device)) {

@@ -8,7 +8,8 @@
 // Bound: DRAM bytes, one read + one write per element (forward 2x, backward 3x the tensor size).
 // Backward rows whose y and dy exceed the register budget (fp32 > 16384 cols, 16-bit > 32768 less
 // the edges) are streamed twice, the second read mostly from L2. The 16-bit backward's 4-unit
-// kernels spill 28-34 bytes under the 1024-thread bound's 64 registers (sm_90, nvcc 13.0).
+// kernels with edge slots spill 28-34 bytes under the 1024-thread bound's 64 registers (sm_90a,
+// nvcc 13.0); rows of whole 16-byte units take a form without them (WholeUnits): 63, no spill.
 #include <algorithm>
 
 #include "common/cuda_check.h"
@@ -38,14 +39,14 @@ __global__ __launch_bounds__(kMaxThreads) void softmax_parallel_block_per_row_fw
                                                                     threadIdx.x, blockDim.x, aligned, scope);
 }
 
-template <typename T, int kVecs>
+template <typename T, int kVecs, bool kWholeUnits>
 __global__ __launch_bounds__(kMaxThreads) void softmax_parallel_block_per_row_bwd(
     const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
     T* __restrict__ dx, std::int64_t dx_stride, std::int64_t cols, bool aligned) {
   const std::int64_t row = blockIdx.x;
   BlockScope scope;
-  softmax_segment_backward<T, kVecs>(y + row * y_stride, dy + row * dy_stride, dx + row * dx_stride, 0, cols,
-                                     threadIdx.x, blockDim.x, aligned, scope);
+  softmax_segment_backward<T, kVecs, BlockScope, false, kWholeUnits>(
+      y + row * y_stride, dy + row * dy_stride, dx + row * dx_stride, 0, cols, threadIdx.x, blockDim.x, aligned, scope);
 }
 
 struct BlockShape {
@@ -107,7 +108,9 @@ template <typename T, typename F>
 void with_backward_kernel(std::int64_t cols, bool aligned, F&& f) {
   const BlockShape shape = block_shape<T, 2>(tile_span<T>(cols, aligned));
   dispatch_depth<kMaxDepth<T, 2>>(shape.depth, [&](auto depth) {
-    f(softmax_parallel_block_per_row_bwd<T, decltype(depth)::value>, shape.threads);
+    dispatch_flag(whole_units(aligned, cols, vec_width<T>()), [&](auto whole) {
+      f(softmax_parallel_block_per_row_bwd<T, decltype(depth)::value, decltype(whole)::value>, shape.threads);
+    });
   });
 }
 
@@ -122,14 +125,15 @@ void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx) {
   CP_CHECK_LAUNCH("softmax_parallel_block_per_row_bwd");
 }
 
-int block_per_row_backward_blocks_per_sm(DType dtype, std::int64_t cols, bool aligned) {
-  int blocks = 0;
+BlockResidency block_per_row_backward_residency(DType dtype, std::int64_t cols, bool aligned) {
+  BlockResidency r{};
   CP_DISPATCH_FLOAT_TYPES(dtype, T, {
     with_backward_kernel<T>(cols, aligned, [&](auto kernel, int threads) {
-      CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0));
+      CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r.blocks, kernel, threads, 0));
+      r.threads = threads;
     });
   })
-  return blocks;
+  return r;
 }
 
 }  // namespace cp::softmax_detail

@@ -25,8 +25,9 @@ struct RowOperands {
 };
 
 // Every row of the operands is whole 16-byte units of `width` elements: aligned, and cols a multiple
-// of width (the single-tile forward kernels' kWholeUnits form, WholeUnits).
-inline bool whole_units(const RowOperands& op, int width) { return op.aligned && op.cols % width == 0; }
+// of width (the single-tile kernels' kWholeUnits form, WholeUnits).
+inline bool whole_units(bool aligned, std::int64_t cols, int width) { return aligned && cols % width == 0; }
+inline bool whole_units(const RowOperands& op, int width) { return whole_units(op.aligned, op.cols, width); }
 
 struct LaunchContext {
   cudaStream_t stream;
@@ -43,8 +44,11 @@ void warp_per_row_forward(const RowOperands& op, const LaunchContext& ctx);
 void warp_per_row_backward(const RowOperands& op, const LaunchContext& ctx);
 void block_per_row_forward(const RowOperands& op, const LaunchContext& ctx);
 void block_per_row_backward(const RowOperands& op, const LaunchContext& ctx);
-// Blocks of block_per_row's backward that fit one SM (occupancy) for rows of `cols` columns.
-int block_per_row_backward_blocks_per_sm(DType dtype, std::int64_t cols, bool aligned);
+// Blocks of block_per_row's backward that fit one SM (occupancy) for rows of `cols` columns, and their threads.
+struct BlockResidency {
+  int blocks, threads;
+};
+BlockResidency block_per_row_backward_residency(DType dtype, std::int64_t cols, bool aligned);
 void block_online_forward(const RowOperands& op, const LaunchContext& ctx);
 void block_online_backward(const RowOperands& op, const LaunchContext& ctx);
 // Bytes of L2 that the two-pass plans (block_online, streamed split_row) let the rows between

@@ -223,7 +223,9 @@ struct SegmentEdges {
 // SegmentEdges' interface for a segment of whole 16-byte units (it starts on a unit boundary and
 // its length is a multiple of W; the host checks, kWholeUnits): no edge slots, the body is the
 // segment. The edge slots' split and loads cost the 16-bit warp_per_row forward 2% on such rows
-// (bf16 65536x256 0.86 -> 0.88 of copy without them; docs/perf-log.md, "Session 64 on the H200").
+// (bf16 65536x256 0.86 -> 0.88 of copy without them; docs/perf-log.md, "Session 64 on the H200"),
+// and their registers made block_per_row's 4-unit 16-bit backward spill (an H100's ncu: 6 local
+// requests per warp; docs/perf-log.md, "Session 71").
 template <typename T>
 struct WholeUnits {
   static constexpr int kSlots = 0;
@@ -338,13 +340,15 @@ __device__ __forceinline__ float tile_dot(const Tile<T, kVecs>& a, const Tile<T,
   return acc;
 }
 
-// dx = y * (dy - sum(y * dy)) over the row; this thread's part of [begin, end).
-template <typename T, int kVecs, typename Scope, bool kHinted = false>
+// dx = y * (dy - sum(y * dy)) over the row; this thread's part of [begin, end). kWholeUnits: the caller
+// guarantees whole 16-byte units (WholeUnits).
+template <typename T, int kVecs, typename Scope, bool kHinted = false, bool kWholeUnits = false>
 __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y, const T* __restrict__ dy,
                                                          T* __restrict__ dx, std::int64_t begin, std::int64_t end,
                                                          int lane, int lanes, bool aligned, Scope& scope) {
   static_assert(2 * kVecs <= kMaxUnitsPerThread, "tiles do not fit the register budget");
   const std::int64_t tile_elems = static_cast<std::int64_t>(lanes) * kVecs * vec_width<T>();
+  aligned = aligned || kWholeUnits;  // known at compile time: no phase arithmetic
   const std::int64_t origin = tile_origin(y, begin, end, aligned);
   const bool dy_vectors = same_phase(dy, y, begin, aligned);
   const bool single_tile = end - origin <= tile_elems;
@@ -356,11 +360,11 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
   // 384-thread block from three per SM to two), and block_online's (kHinted) deep tiles spill.
   if constexpr (sizeof(T) == 2 && !kHinted) {
     if (single_tile && dy_vectors) {
-      using Edges = SegmentEdges<T, kScopeLanes<Scope>>;
+      using Edges = std::conditional_t<kWholeUnits, WholeUnits<T>, SegmentEdges<T, kScopeLanes<Scope>>>;
       const Edges edges(origin, begin, end);
       ty.load_units(y, origin, edges.body_lo, edges.body_hi, lane, lanes, 0.0f);
       tdy.load_units(dy, origin, edges.body_lo, edges.body_hi, lane, lanes, 0.0f);
-      float edge_y[Edges::kSlots], edge_dy[Edges::kSlots];
+      float edge_y[Edges::kSlots > 0 ? Edges::kSlots : 1], edge_dy[Edges::kSlots > 0 ? Edges::kSlots : 1];
       edges.load(y + origin, lane, lanes, 0.0f, edge_y);
       edges.load(dy + origin, lane, lanes, 0.0f, edge_dy);
       float dot = tile_dot(ty, tdy, 0.0f);
