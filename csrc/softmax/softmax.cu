@@ -146,7 +146,7 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
   // a whole 1024 threads (4-unit tiles from 31745 columns), which keeps 128 KB in flight through the reduction:
   // bf16 4096x32768 1.00x copy against split_row's 0.99x on an H200, 0.99x / 0.96x Liger on an H100, 4096x32000
   // 0.99x / 0.97x Liger; at 768 threads (4096x24001) split_row leads, 0.95x against 0.92x (docs/perf-log.md,
-  // session 71).
+  // session 71). Auto's A/B on an H100: 16-bit 2048-4096 x 32000-32768 +2.4-3.8% (session 72).
   if (!forward && dtype != DType::F32 && whole_units && cols <= softmax_detail::kBlockPerRowMaxCols &&
       rows >= 12 * sms) {
     const softmax_detail::BlockResidency r = softmax_detail::block_per_row_backward_residency(dtype, cols, true);
