@@ -134,7 +134,7 @@ SoftmaxPlan softmax_choose_plan(DType dtype, std::int64_t rows, std::int64_t col
     return SoftmaxPlan::WarpPerRow;
   }
   // Rows of whole 16-byte units, as an aligned tensor's are (the launch checks the pointers).
-  const bool whole_units = cols * static_cast<std::int64_t>(dtype_size(dtype)) % 16 == 0;
+  const bool whole_units = softmax_detail::whole_units(true, cols, 16 / static_cast<int>(dtype_size(dtype)));
   if (cols <= 16384 && rows >= sms) {
     if (!forward && dtype != DType::F32 && rows > sms) {
       if (softmax_detail::block_per_row_backward_residency(dtype, cols, whole_units).blocks < 2)
