@@ -183,6 +183,7 @@ template <typename T, int kMinLanes>
 struct SegmentEdges {
   static constexpr int W = vec_width<T>();
   static constexpr int kSlots = (2 * W + kMinLanes - 1) / kMinLanes;  // per lane
+  using Values = float[kSlots];  // a lane's slot values
   int head, tail_end;    // begin and end as offsets from origin (a tile holds fewer than 2^31 elements)
   int body_lo, body_hi;  // the body, the same way
 
@@ -201,7 +202,7 @@ struct SegmentEdges {
 
   // This lane's slots of the row at `at_origin` (the row's pointer + origin), `fill` where it has none.
   __device__ __forceinline__ void load(const T* __restrict__ at_origin, int lane, int lanes, float fill,
-                                       float (&v)[kSlots]) const {
+                                       Values& v) const {
 #pragma unroll
     for (int i = 0; i < kSlots; ++i) {
       const int at = offset(i, lane, lanes);
@@ -229,11 +230,12 @@ struct SegmentEdges {
 template <typename T>
 struct WholeUnits {
   static constexpr int kSlots = 0;
+  using Values = float[1];  // none used (a C++ array has at least one element)
   int body_lo, body_hi;
 
   __device__ __forceinline__ WholeUnits(std::int64_t origin, std::int64_t begin, std::int64_t end)
       : body_lo(static_cast<int>(begin - origin)), body_hi(static_cast<int>(end - origin)) {}
-  __device__ __forceinline__ void load(const T*, int, int, float, float (&)[1]) const {}
+  __device__ __forceinline__ void load(const T*, int, int, float, Values&) const {}
   template <typename F>
   __device__ __forceinline__ void store(T*, int, int, F) const {}
 };
@@ -274,7 +276,7 @@ __device__ __forceinline__ void softmax_segment_forward(const T* __restrict__ x,
     using Edges = std::conditional_t<kWholeUnits, WholeUnits<T>, SegmentEdges<T, kScopeLanes<Scope>>>;
     const Edges edges(origin, begin, end);
     t.load_units(x, origin, edges.body_lo, edges.body_hi, lane, lanes, kNegInf);  // exp(-inf padding) = 0
-    float edge_v[Edges::kSlots > 0 ? Edges::kSlots : 1];  // (a C++ array has at least one element)
+    typename Edges::Values edge_v;
     edges.load(x + origin, lane, lanes, kNegInf, edge_v);
     float m = t.max(kNegInf);
 #pragma unroll
@@ -364,7 +366,7 @@ __device__ __forceinline__ void softmax_segment_backward(const T* __restrict__ y
       const Edges edges(origin, begin, end);
       ty.load_units(y, origin, edges.body_lo, edges.body_hi, lane, lanes, 0.0f);
       tdy.load_units(dy, origin, edges.body_lo, edges.body_hi, lane, lanes, 0.0f);
-      float edge_y[Edges::kSlots > 0 ? Edges::kSlots : 1], edge_dy[Edges::kSlots > 0 ? Edges::kSlots : 1];
+      typename Edges::Values edge_y, edge_dy;
       edges.load(y + origin, lane, lanes, 0.0f, edge_y);
       edges.load(dy + origin, lane, lanes, 0.0f, edge_dy);
       float dot = tile_dot(ty, tdy, 0.0f);
