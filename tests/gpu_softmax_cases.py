@@ -311,6 +311,29 @@ class SoftmaxGpuTest(GpuTestCase):
         finally:
             os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_SLICES", None)
 
+    def test_cuda_split_row_with_finer_last_rows(self):
+        """split_row with its last rows cut finer than the others (CUDA_PORTFOLIO_SPLIT_ROW_FINE, what the 16-bit
+        forward's rule does to launches of 3 or more jobs a block): a few rows in twice the slices, rows of one
+        slice ending on rows of several (the exchange only at the end), rows of many ending on rows of fewer,
+        every row cut the second way, aligned and unaligned rows, both directions; after them every pooled
+        workspace byte is zero."""
+        from cuda_portfolio.native.softmax import _WORKSPACES
+
+        module = _backend_module("cuda")
+        try:
+            for fine in ("2:x2", "3:5", "7:x3", "64:x2"):
+                os.environ["CUDA_PORTFOLIO_SPLIT_ROW_FINE"] = fine
+                for dtype, rows, cols in ((torch.bfloat16, 133, (1 << 17) - 3), (torch.float32, 5, 1 << 20),
+                                          (torch.float16, 37, 1 << 18)):
+                    with self.subTest(fine=fine, dtype=dtype, shape=(rows, cols)):
+                        self.check_direct(module, "split_row", rows, cols, dtype)
+            torch.cuda.synchronize()
+            pool = _WORKSPACES.get((torch.cuda.current_device(), torch.cuda.current_stream().cuda_stream), [])
+            self.assertTrue(pool, "no pooled workspace")
+            self.assertEqual([int(b.count_nonzero()) for b in pool], [0] * len(pool), "workspace bytes left nonzero")
+        finally:
+            os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_FINE", None)
+
     def test_cuda_split_row_with_held_chunks(self):
         """split_row with CUDA_PORTFOLIO_SPLIT_ROW_HELD overriding the rule for the chunks pass 2 reads from the
         ring where pass 1 left them (clamped to the ring's stages): none (also where the rule would hold), fewer
@@ -354,15 +377,16 @@ class SoftmaxGpuTest(GpuTestCase):
     def test_cuda_describe_launch_names_the_split_row_layout(self):
         """describe_launch (what the benchmark records as a CUDA record's config) names split_row's layout and only
         split_row's: on Hopper, operands at one 16-byte phase take the streamed kernels (a 1024x131072 bf16 row is
-        one slice of 256 KiB, one block per SM; 32x1M is cut into several), and an input at another phase than
-        the output takes the portable ones; block_per_row has one layout (None)."""
+        one slice of 256 KiB, one block per SM, the last SMs / 2 rows two slices; 32x1M is cut into several), and
+        an input at another phase than the output takes the portable ones; block_per_row has one layout (None)."""
         module = _backend_module("cuda")
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         streams = torch.cuda.get_device_capability() == (9, 0)
         x = torch.randn(1024, 1 << 17, device="cuda", dtype=torch.bfloat16)
         text = module.describe_launch((x,), "split_row", "fwd")
         if streams:
-            self.assertRegex(text, rf"^streamed: 1 slice per row, 256 KiB each, grid {sms}, \d+ chunks held$")
+            self.assertRegex(text, rf"^streamed: 1 slice per row, 256 KiB each, the last {sms // 2} rows 2 of 128 KiB, "
+                                   rf"grid {sms}, \d+ chunks held$")
             y, dy = torch.randn(32, 1 << 20, device="cuda"), torch.randn(32, 1 << 20, device="cuda")
             self.assertRegex(module.describe_launch((y, dy), "split_row", "bwd"),
                              rf"^streamed: ([2-9]|\d\d+) slices per row, \d+ KiB each, grid {sms}, \d+ chunks held$")

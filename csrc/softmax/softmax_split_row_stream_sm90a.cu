@@ -3,12 +3,12 @@
 // and every row holds at least one whole 16-byte unit; softmax_split_row.cu keeps the portable
 // kernels for everything else. A row is a head of up to W - 1 elements before its first 16-byte
 // boundary, a body of whole 16-byte units and a tail of up to W - 1 elements (W = 16 bytes of
-// elements). Bodies are cut into slices, a slice is one job, and each job's body is streamed
-// through shared memory: pass 1 folds it into statistics (forward: running max and sum; backward:
-// sum of y * dy), the slices of a row exchange their statistics through global memory, and pass 2
-// writes the output. When blocks have few jobs (held_chunks), pass 2 reads the slice's last chunks
-// from the ring, where pass 1 left them (a whole ring, or 64 KiB per operand), and streams only the chunks
-// before them again (from L2); otherwise it streams the whole slice again. The head and
+// elements). Bodies are cut into slices (a launch's last rows may be cut finer: stream_layout), a
+// slice is one job, and each job's body is streamed through shared memory: pass 1 folds it into
+// statistics (forward: running max and sum; backward: sum of y * dy), the slices of a row exchange
+// their statistics through global memory, and pass 2 writes the output. When blocks have few jobs (held_chunks), pass 2
+// reads the slice's last chunks from the ring, where pass 1 left them (a whole ring, or 64 KiB per operand), and
+// streams only the chunks before them again (from L2); otherwise it streams the whole slice again. The head and
 // tail ride with the first and last slice: threads 0-14 load them one element each from global memory before
 // the job's pass 1, fold them in with the body and write them after pass 2.
 // Plan: a persistent grid, one 544-thread block per SM. Warp 16 is the producer: one thread takes
@@ -47,11 +47,11 @@
 // Bound: DRAM bytes, forward 2x and backward 3x the tensor, if pass 2's re-reads hit L2; per row,
 // one exchange round trip (while the consumers wait, the ring holds the slice's last chunks or pass
 // 2's first ones).
-// Workspace: [ticket][exits], then (16-byte aligned) the partials, one 64-bit slot per (row, slice),
+// Workspace: [ticket][exits], then (16-byte aligned) the partials, one 64-bit slot per job (row, slice),
 // 0 until the slice publishes (row_total). All of it is zero at launch and the kernel leaves it zero
 // (draw_ticket, count_exit and zero_workspace in softmax_reduce.cuh say how and why that is safe): the caller
 // zeroes it once, no memset per call. Every producer draws tickets until its first one past the last
-// job, so the launch hands out rows x slices + gridDim.x tickets and the draw of the last resets the
+// job, so the launch hands out its jobs + gridDim.x tickets and the draw of the last resets the
 // counter (each producer has then drawn its end ticket: none draws again). Rows of several slices:
 // when a block's producer draws its end ticket, its consumers are past their last exchange, so the
 // producer counts the block's exit then (count_exit), while the consumers still write their last
@@ -106,13 +106,30 @@ constexpr int units_per_thread() {
 
 struct Job {
   std::int64_t row;  // < 0: no more jobs
-  int slice;
+  int slice, slices;  // this slice of the row's `slices`
+  unsigned ticket;    // also the job's slot in the partials: a row's slots are its tickets, in slice order
 };
 
+// Rows [0, fine_row) are cut into `slices` slices of slice_units whole 16-byte units of the row's body,
+// rows [fine_row, rows) into fine_slices of fine_slice_units: the launch's last jobs can be finer, so
+// that blocks run out of jobs closer together (the last round's jobs end up to a job-time apart).
 struct StreamProblem {
-  std::int64_t rows, cols, slice_units;  // a slice: slice_units whole 16-byte units of the row's body
-  int slices;
+  std::int64_t rows, cols, slice_units, fine_row, fine_slice_units;
+  int slices, fine_slices;
   int held_most;  // chunks a job may keep in the ring for pass 2 (0: pass 2 reads the whole slice again)
+
+  __host__ __device__ std::int64_t jobs() const { return fine_row * slices + (rows - fine_row) * fine_slices; }
+  __host__ __device__ bool several_slices() const { return slices > 1 || (fine_row < rows && fine_slices > 1); }
+  __device__ __forceinline__ std::int64_t units_of(std::int64_t row) const {
+    return row < fine_row ? slice_units : fine_slice_units;
+  }
+  // Tickets are row-major over (row, slice), the coarse rows first.
+  __device__ __forceinline__ Job job(unsigned ticket) const {
+    const std::int64_t coarse = fine_row * slices;
+    if (ticket < coarse) return {ticket / slices, static_cast<int>(ticket % slices), slices, ticket};
+    const std::int64_t t = ticket - coarse;
+    return {fine_row + t / fine_slices, static_cast<int>(t % fine_slices), fine_slices, ticket};
+  }
 };
 
 // A row's 16-byte geometry: `head` elements before its first 16-byte boundary, `units` whole
@@ -148,7 +165,8 @@ struct Span {
 template <typename T, int kOps>
 __device__ __forceinline__ Span slice_body(const Job& j, const StreamProblem& p, const RowGeometry& g) {
   constexpr int W = vec_width<T>();
-  const std::int64_t first = j.slice * p.slice_units, last = std::min(g.units, first + p.slice_units);
+  const std::int64_t units = p.units_of(j.row);
+  const std::int64_t first = j.slice * units, last = std::min(g.units, first + units);
   const int line_offset = static_cast<int>((g.body_line_offset + first * 16) % 128);
   const std::int64_t begin = g.head + first * W;
   return {begin, g.head + last * W, begin + (chunk_bytes<kOps>() - line_offset) / static_cast<int>(sizeof(T))};
@@ -216,16 +234,16 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
                         const std::int64_t (&stride)[kOps], unsigned* workspace) {
   constexpr std::int64_t kChunkElems = chunk_bytes<kOps>() / sizeof(T);
   const std::uint64_t keep = l2_policy_evict_last(), drop = l2_policy_evict_first();
-  const unsigned last_ticket = static_cast<unsigned>(p.rows * p.slices) + gridDim.x - 1;  // host-checked: no wrap
+  const unsigned last_ticket = static_cast<unsigned>(p.jobs()) + gridDim.x - 1;  // host-checked: no wrap
   for (;;) {
     const unsigned ticket = draw_ticket(workspace, last_ticket);
-    const Job job{static_cast<std::int64_t>(ticket / p.slices), static_cast<int>(ticket % p.slices)};
+    const Job job = ticket < p.jobs() ? p.job(ticket) : Job{p.rows, 0, 1, ticket};
     mbar_wait(&r.empty[r.stage], r.phase ^ 1);
     if (job.row >= p.rows) {
       // The end marker; with several slices per row, past this block's last exchange (the `exchanged`
       // wait below), so its consumers are done with the partials: count the block's exit
       // now, off the consumers' path, and tell them (slice 1) when theirs is the block to zero the workspace.
-      r.jobs[r.stage] = Job{-1, p.slices > 1 && count_exit(workspace) ? 1 : 0};
+      r.jobs[r.stage] = Job{-1, p.several_slices() && count_exit(workspace) ? 1 : 0, 1, ticket};
       mbar_arrive(&r.full[r.stage]);
       return;
     }
@@ -245,7 +263,7 @@ __device__ void produce(Ring<kOps>& r, const StreamProblem& p, const T* const (&
                   &r.full[r.stage], k < plan.reread ? keep : drop);
       r.advance();
     }
-    if (p.slices > 1) {  // no second slice of this row in the ring before its exchange (deadlock note above)
+    if (job.slices > 1) {  // no second slice of this row in the ring before its exchange (deadlock note above)
       mbar_wait(r.exchanged, r.exchanged_phase);
       r.exchanged_phase ^= 1;
     }
@@ -304,13 +322,13 @@ __device__ __forceinline__ V consumers_reduce(V v) {
 // two (under a full DRAM load the first exchange ended 1.3-2.6 us after the GPU's last pass 1 in the
 // forward, 0.5-1.3 us in the backward: docs/perf-log.md, session 38).
 template <typename V>
-__device__ __forceinline__ V row_total(V v, const Job& job, const StreamProblem& p, unsigned long long* slots) {
+__device__ __forceinline__ V row_total(V v, const Job& job, unsigned long long* slots) {
   v = consumers_reduce(v);
-  if (p.slices == 1) return v;
-  unsigned long long* row_slots = slots + job.row * p.slices;
+  if (job.slices == 1) return v;
+  unsigned long long* row_slots = slots + (job.ticket - job.slice);
   if (threadIdx.x == 0) st_relaxed_gpu(row_slots + job.slice, published_bits(v));
   V acc = reduce_identity<V>();
-  for (int i = threadIdx.x; i < p.slices; i += kConsumerThreads) {
+  for (int i = threadIdx.x; i < job.slices; i += kConsumerThreads) {
     unsigned long long bits;
     while ((bits = ld_relaxed_gpu(row_slots + i)) == 0) {
     }
@@ -354,7 +372,7 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
     const Job job = r.jobs[r.stage];
     if (job.row < 0) {
       if (job.slice == 1)  // no row words (0 rows of them): the slots are their own flags
-        zero_workspace(workspace, 0, slots, p.rows * p.slices, threadIdx.x, kConsumerThreads);
+        zero_workspace(workspace, 0, slots, p.jobs(), threadIdx.x, kConsumerThreads);
       return;
     }
     const ChunkPlan plan(math.body(job, p), Math::kChunkElems, p.held_most);
@@ -369,8 +387,8 @@ __device__ __forceinline__ void consume(Ring<kOps>& r, const StreamProblem& p, u
       r.advance();
       acc = math.fold(chunk, acc);
     }
-    const V total = row_total(combine(acc, math.edge_stat(edge)), job, p, slots);
-    if (p.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
+    const V total = row_total(combine(acc, math.edge_stat(edge)), job, slots);
+    if (job.slices > 1 && threadIdx.x == 0) mbar_arrive(r.exchanged);
     // Pass 2: the held chunks from the stages pass 1 left them in (no wait), then the re-read ones,
     // which the producer loads into the stages the held ones free.
     int held_at = (r.stage + S - plan.held) % S;
@@ -419,7 +437,7 @@ struct ChunkMath {
     const int t = static_cast<int>(threadIdx.x);
     Edge e{-1, {}};
     if (job.slice == 0 && t < g.head) e.index = t;
-    if (job.slice == p.slices - 1 && t >= 8 && t - 8 < g.tail) e.index = g.head + g.units * W + (t - 8);
+    if (job.slice == job.slices - 1 && t >= 8 && t - 8 < g.tail) e.index = g.head + g.units * W + (t - 8);
     if (e.index >= 0)
 #pragma unroll
       for (int op = 0; op < kOps; ++op) e.v[op] = to_float(in_row(op, job.row)[e.index]);
@@ -561,6 +579,29 @@ ForcedSlices forced_slices() {
   return f;
 }
 
+// The last rows of a launch, cut finer than the others: `rows` rows into about `slices` slices of whole
+// granules, or M times the other rows' count ("times"). CUDA_PORTFOLIO_SPLIT_ROW_FINE="R:S" or "R:xM"
+// overrides the rule (stream_layout) for sweeps ("0:x1": every row alike); read per call.
+struct FineRows {
+  std::int64_t rows = 0, slices = 1;
+  bool times = false;  // slices is a multiple of the other rows' count
+  bool forced = false;
+};
+
+FineRows forced_fine_rows() {
+  FineRows f;
+  if (const char* v = std::getenv("CUDA_PORTFOLIO_SPLIT_ROW_FINE")) {
+    f.forced = true;
+    char* end = nullptr;
+    f.rows = std::strtoll(v, &end, 10);
+    if (*end == ':') {
+      f.times = end[1] == 'x';
+      f.slices = std::strtoll(end + 1 + f.times, nullptr, 10);
+    }
+  }
+  return f;
+}
+
 // How many of a job's last chunks stay in the ring for pass 2, by jobs per block. Held chunks are
 // read from DRAM once; but the stages they hold are the ones the producer would fill with the next
 // job while pass 2 runs, so with many jobs per block each job boundary waits for DRAM. Measured on
@@ -591,6 +632,17 @@ int held_chunks(std::int64_t jobs, std::int64_t grid) {
 // that every row's last slice still holds a unit (rows differ by one unit with their alignment): where
 // it would not, the count drops by one and the slices are re-cut in whole units (the loop below), as
 // forced counts other than whole granules are.
+// 16-bit forward launches of at least kFineLastRoundJobsPerBlockLeast jobs a block end on one round of
+// half-size jobs: the last grid / (2 x slices) rows are cut into twice the slices. Jobs are drawn as blocks
+// free up, so the last ones end up to a job-time apart (at bf16 256x262144, 512 jobs on 132 blocks, about
+// 14 us of a 100 us launch); halving the last round's jobs shortens that tail. The held chunks stay as the
+// rule gives them without the finer rows (their extra jobs would take 256x262144 from a whole ring held
+// to 2 chunks, which cost more than the finer round gave). Measured on an H100 (docs/perf-log.md, session
+// 73), the held chunks pinned: bf16 / fp16 256x262144 +2.3%, bf16 512x262144 +1.6% (66 rows), 1024x131072 +0.7%;
+// bf16 128x262144 (about 2 jobs a block) -0.7%; fp32 forward within 0.3% and the backward slower (up to
+// -5%), so neither takes it.
+constexpr std::int64_t kFineLastRoundJobsPerBlockLeast = 3;
+
 template <typename T, int kOps>
 StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   constexpr int W = vec_width<T>();
@@ -605,24 +657,37 @@ StreamLayout stream_layout(std::int64_t rows, std::int64_t cols, int device, int
                                          : std::max({static_cast<std::int64_t>(row_bytes / budget) + 1,
                                                      static_cast<std::int64_t>(std::ceil(row_bytes / kSliceBytesMost)),
                                                      (grid + rows - 1) / std::max<std::int64_t>(rows, 1)});
-  slices = std::clamp<std::int64_t>(slices, 1, std::min(grid, granules));
-  std::int64_t slice_units = forced.count > 0 && !forced.whole_granules
-                                 ? (most + slices - 1) / slices
-                                 : (granules + slices - 1) / slices * kGranuleUnits;
-  slices = std::max<std::int64_t>(1, (most + slice_units - 1) / slice_units);
-  while (slices > 1 && (slices - 1) * slice_units >= fewest) {
-    --slices;
-    slice_units = (most + slices - 1) / slices;
-  }
-  // The tickets (rows x slices + grid) fit 32 bits.
-  if (rows * slices + grid > 0xffffffffLL)
-    throw std::invalid_argument("softmax split_row: too many slices or jobs for the streamed kernel's counters");
+  // {slices, units per slice} for about `count` slices of whole granules, or of whole units
+  struct Cut {
+    std::int64_t slices, units;
+  };
+  const auto cut = [&](std::int64_t count, bool whole_granules) {
+    count = std::clamp<std::int64_t>(count, 1, std::min(grid, granules));
+    Cut c{0, whole_granules ? (granules + count - 1) / count * kGranuleUnits : (most + count - 1) / count};
+    c.slices = std::max<std::int64_t>(1, (most + c.units - 1) / c.units);
+    while (c.slices > 1 && (c.slices - 1) * c.units >= fewest) {
+      --c.slices;
+      c.units = (most + c.slices - 1) / c.slices;
+    }
+    return c;
+  };
+  const Cut coarse = cut(slices, forced.count == 0 || forced.whole_granules);
+  FineRows last = forced_fine_rows();
+  if (!last.forced && kOps == 1 && sizeof(T) == 2 && rows * coarse.slices >= kFineLastRoundJobsPerBlockLeast * grid)
+    last = {std::max<std::int64_t>(1, grid / (2 * coarse.slices)), 2, true};
+  const std::int64_t fine_row = rows - std::clamp<std::int64_t>(last.rows, 0, rows);
+  const Cut fine = fine_row < rows ? cut(last.times ? last.slices * coarse.slices : last.slices, true) : coarse;
   StreamLayout l{};
-  l.problem = {rows, cols, slice_units, static_cast<int>(slices), held_chunks<kOps>(rows * slices, grid)};
+  l.problem = {rows, cols, coarse.units, fine_row, fine.units, static_cast<int>(coarse.slices),
+               static_cast<int>(fine.slices), 0};
+  // The tickets (jobs + grid) fit 32 bits.
+  if (l.problem.jobs() + grid > 0xffffffffLL)
+    throw std::invalid_argument("softmax split_row: too many slices or jobs for the streamed kernel's counters");
+  l.problem.held_most = held_chunks<kOps>(rows * coarse.slices, grid);  // as without the finer rows: measured so
   l.grid = static_cast<int>(grid);
   l.counters_bytes = sizeof(unsigned) * kWorkspaceHeader;
   l.partials_offset = (l.counters_bytes + 15) / 16 * 16;
-  l.total_bytes = l.partials_offset + sizeof(unsigned long long) * static_cast<std::size_t>(rows) * l.problem.slices;
+  l.total_bytes = l.partials_offset + sizeof(unsigned long long) * static_cast<std::size_t>(l.problem.jobs());
   return l;
 }
 
@@ -677,9 +742,11 @@ std::string split_row_stream_config(DType dtype, std::int64_t rows, std::int64_t
     l = forward ? stream_layout<T, 1>(rows, cols, device, sm_count) : stream_layout<T, 2>(rows, cols, device, sm_count);
   })
   const StreamProblem& p = l.problem;
+  const std::string fine = p.fine_row == p.rows ? "" : ", the last " + std::to_string(p.rows - p.fine_row) + " rows " +
+      std::to_string(p.fine_slices) + " of " + std::to_string((p.fine_slice_units * 16 + 512) / 1024) + " KiB";
   return "streamed: " + std::to_string(p.slices) + (p.slices == 1 ? " slice" : " slices") + " per row, " +
-         std::to_string((p.slice_units * 16 + 512) / 1024) + " KiB each, grid " + std::to_string(l.grid) + ", " +
-         std::to_string(p.held_most) + " chunks held";
+         std::to_string((p.slice_units * 16 + 512) / 1024) + " KiB each" + fine + ", grid " + std::to_string(l.grid) +
+         ", " + std::to_string(p.held_most) + " chunks held";
 }
 
 void split_row_stream_forward(const RowOperands& op, const LaunchContext& ctx) {
