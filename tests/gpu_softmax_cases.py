@@ -311,14 +311,37 @@ class SoftmaxGpuTest(GpuTestCase):
         finally:
             os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_SLICES", None)
 
+    def assert_split_row_repeats(self, module, x, y, dy, **labels):
+        """10 launches of split_row per direction, forward on x and backward on (y, dy), each output poisoned first,
+        give the first launch's bits: a stage released out of turn, or a partial read before it is published, would
+        show as a launch that differs."""
+        for direction, launch in (("fwd", lambda out: module.forward(x, out, "split_row")),
+                                  ("bwd", lambda out: module.backward(y, dy, out, "split_row"))):
+            with self.subTest(direction=direction, repeats=10, **labels):
+                first = poisoned_like(x)
+                launch(first)
+                self.assertFalse(bool(first.isnan().any()), "the first launch left poisoned elements")
+                for _ in range(10):
+                    out = poisoned_like(x)
+                    launch(out)
+                    self.assertTrue(torch.equal(out.view(torch.int16), first.view(torch.int16)),
+                                    "a repeated launch differs from the first")
+
+    def assert_pooled_workspaces_zero(self):
+        """Every byte of the native softmax's workspace pool for this stream is zero (the launches left it so)."""
+        from cuda_portfolio.native.softmax import _WORKSPACES
+
+        torch.cuda.synchronize()
+        pool = _WORKSPACES.get((torch.cuda.current_device(), torch.cuda.current_stream().cuda_stream), [])
+        self.assertTrue(pool, "no pooled workspace")
+        self.assertEqual([int(b.count_nonzero()) for b in pool], [0] * len(pool), "workspace bytes left nonzero")
+
     def test_cuda_split_row_with_finer_last_rows(self):
         """split_row with its last rows cut finer than the others (CUDA_PORTFOLIO_SPLIT_ROW_FINE, what the 16-bit
         forward's rule does to launches of 3 or more jobs a block): a few rows in twice the slices, rows of one
         slice ending on rows of several (the exchange only at the end), rows of many ending on rows of fewer,
         every row cut the second way, aligned and unaligned rows, both directions; after them every pooled
         workspace byte is zero."""
-        from cuda_portfolio.native.softmax import _WORKSPACES
-
         module = _backend_module("cuda")
         try:
             for fine in ("2:x2", "3:5", "7:x3", "64:x2"):
@@ -327,12 +350,34 @@ class SoftmaxGpuTest(GpuTestCase):
                                           (torch.float16, 37, 1 << 18)):
                     with self.subTest(fine=fine, dtype=dtype, shape=(rows, cols)):
                         self.check_direct(module, "split_row", rows, cols, dtype)
-            torch.cuda.synchronize()
-            pool = _WORKSPACES.get((torch.cuda.current_device(), torch.cuda.current_stream().cuda_stream), [])
-            self.assertTrue(pool, "no pooled workspace")
-            self.assertEqual([int(b.count_nonzero()) for b in pool], [0] * len(pool), "workspace bytes left nonzero")
+            self.assert_pooled_workspaces_zero()
         finally:
             os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_FINE", None)
+
+    def test_cuda_split_row_held_forward(self):
+        """split_row's held forward forced wherever it can run (CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS=1: rows of whole
+        16-byte units in one-tile slices): many rows in flight, a few rows of many slices, rows of one slice (no
+        exchange), a last slice shorter than the others, and rows it cannot take (not whole units: the other
+        kernels run), both directions (the backward is not its); its layout named by describe_launch; 10 repeated
+        launches give the first launch's bits; after them every pooled workspace byte is zero."""
+        module = _backend_module("cuda")
+        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        try:
+            os.environ["CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS"] = "1"
+            for dtype, rows, cols in ((torch.bfloat16, 133, 1 << 17), (torch.float32, 5, 1 << 20),
+                                      (torch.float16, 37, 1 << 18), (torch.bfloat16, 300, 8192),
+                                      (torch.float32, 9, 3 * 8192 + 4), (torch.bfloat16, 7, (1 << 17) - 3)):
+                with self.subTest(dtype=dtype, shape=(rows, cols)):
+                    self.check_direct(module, "split_row", rows, cols, dtype)
+            x = torch.randn(1024, 1 << 17, device="cuda", dtype=torch.bfloat16) * 3
+            dy = torch.randn_like(x)
+            y = torch.softmax(x.float(), -1).to(x.dtype)
+            self.assertRegex(module.describe_launch((x,), "split_row", "fwd"),
+                             rf"^held: 8 slices per row, 16384 columns each, grid {4 * sms} x 256$")
+            self.assert_split_row_repeats(module, x, y, dy)
+            self.assert_pooled_workspaces_zero()
+        finally:
+            os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS", None)
 
     def test_cuda_split_row_with_held_chunks(self):
         """split_row with CUDA_PORTFOLIO_SPLIT_ROW_HELD overriding the rule for the chunks pass 2 reads from the
@@ -352,18 +397,7 @@ class SoftmaxGpuTest(GpuTestCase):
             os.environ["CUDA_PORTFOLIO_SPLIT_ROW_HELD"] = "64"
             x = torch.randn(1024, 1 << 17, device="cuda", dtype=torch.bfloat16) * 3
             dy = torch.randn_like(x)
-            y = torch.softmax(x.float(), -1).to(x.dtype)
-            for direction, launch in (("fwd", lambda out: module.forward(x, out, "split_row")),
-                                      ("bwd", lambda out: module.backward(y, dy, out, "split_row"))):
-                with self.subTest(held="64", direction=direction, repeats=10):
-                    first = poisoned_like(x)
-                    launch(first)
-                    self.assertFalse(bool(first.isnan().any()), "the first launch left poisoned elements")
-                    for _ in range(10):
-                        out = poisoned_like(x)
-                        launch(out)
-                        self.assertTrue(torch.equal(out.view(torch.int16), first.view(torch.int16)),
-                                        "a repeated launch differs from the first")
+            self.assert_split_row_repeats(module, x, torch.softmax(x.float(), -1).to(x.dtype), dy, held="64")
         finally:
             os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_HELD", None)
 
@@ -376,8 +410,10 @@ class SoftmaxGpuTest(GpuTestCase):
 
     def test_cuda_describe_launch_names_the_split_row_layout(self):
         """describe_launch (what the benchmark records as a CUDA record's config) names split_row's layout and only
-        split_row's: on Hopper, operands at one 16-byte phase take the streamed kernels (a 1024x131072 bf16 row is
-        one slice of 256 KiB, one block per SM, the last SMs / 2 rows two slices; 32x1M is cut into several), and
+        split_row's: on Hopper, a 1024x131072 bf16 forward takes the held form (8 slices of one 32 KiB tile, four
+        256-thread blocks per SM), and with it turned off (CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS=0) the streamed kernel
+        (one slice of 256 KiB, one block per SM, the last SMs / 2 rows two slices); the 32x1M backward streams, cut into
+        several slices; and
         an input at another phase than the output takes the portable ones; block_per_row has one layout (None)."""
         module = _backend_module("cuda")
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
@@ -385,8 +421,14 @@ class SoftmaxGpuTest(GpuTestCase):
         x = torch.randn(1024, 1 << 17, device="cuda", dtype=torch.bfloat16)
         text = module.describe_launch((x,), "split_row", "fwd")
         if streams:
-            self.assertRegex(text, rf"^streamed: 1 slice per row, 256 KiB each, the last {sms // 2} rows 2 of 128 KiB, "
-                                   rf"grid {sms}, \d+ chunks held$")
+            self.assertRegex(text, rf"^held: 8 slices per row, 16384 columns each, grid {4 * sms} x 256$")
+            try:
+                os.environ["CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS"] = "0"
+                self.assertRegex(module.describe_launch((x,), "split_row", "fwd"),
+                                 rf"^streamed: 1 slice per row, 256 KiB each, the last {sms // 2} rows 2 of 128 KiB, "
+                                 rf"grid {sms}, \d+ chunks held$")
+            finally:
+                os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS", None)
             y, dy = torch.randn(32, 1 << 20, device="cuda"), torch.randn(32, 1 << 20, device="cuda")
             self.assertRegex(module.describe_launch((y, dy), "split_row", "bwd"),
                              rf"^streamed: ([2-9]|\d\d+) slices per row, \d+ KiB each, grid {sms}, \d+ chunks held$")

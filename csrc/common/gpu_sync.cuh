@@ -1,7 +1,8 @@
 // Hand-offs between blocks through counters in global memory (gpu scope, sm_70 and later): the
 // PTX wrappers the split-K GEMM's tile counters (gemm_05_wgmma_tma_sm90a.cu) and the split_row
 // softmax's exchanges share: the portable kernels' row counters (softmax_reduce.cuh, RowExchange) and
-// the streamed kernel's 64-bit slots (row_total in softmax_split_row_stream_sm90a.cu).
+// the 64-bit slots of the streamed and held kernels (row_total in softmax_split_row_stream_sm90a.cu,
+// SlotScope in softmax_split_row.cu).
 #pragma once
 
 namespace cp {
@@ -29,8 +30,14 @@ __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
 
 // A 64-bit value one thread publishes and others poll for (gpu scope, single-copy atomic): when the
 // value itself is the message, the poll that sees it has read it, and no ordering beyond it is needed.
-__device__ __forceinline__ void st_relaxed_gpu(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+// Published by an atomic exchange, not a relaxed store: as a store it reached the pollers late, behind
+// the block's output stores before it (the split_row held forward waited 14-17% longer at its exchanges
+// than Triton's, whose publish is an atomic: docs/perf-log.md, session 74). The old value is returned
+// for the asm's sake; callers drop it.
+__device__ __forceinline__ unsigned long long publish_relaxed_gpu(unsigned long long* p, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.relaxed.gpu.global.exch.b64 %0, [%1], %2;\n" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
 }
 __device__ __forceinline__ unsigned long long ld_relaxed_gpu(const unsigned long long* p) {
   unsigned long long v;

@@ -218,9 +218,13 @@ std::string softmax_config(SoftmaxPlan plan, DType dtype, ConstRowsView in0, Con
   if (plan != SoftmaxPlan::SplitRow || in0.rows == 0 || in0.cols == 0) return "";
   DeviceGuard guard(device);
   require_runnable(plan, dtype, in0.rows, in0.cols, device);
-  // Nothing is launched: the output's address is only compared (split_row_streams), never written.
+  // Nothing is launched: the output's address is only compared (split_row_streams, the launch's alignment),
+  // never written.
+  const bool aligned = rows_aligned16(in0.data, in0.rows, in0.row_stride, dtype) &&
+                       rows_aligned16(out.data, out.rows, out.row_stride, dtype) &&
+                       (forward || rows_aligned16(in1.data, in1.rows, in1.row_stride, dtype));
   const RowOperands op{dtype, in0.rows, in0.cols, in0.data, in0.row_stride, forward ? nullptr : in1.data,
-                       forward ? 0 : in1.row_stride, const_cast<void*>(out.data), out.row_stride, false};
+                       forward ? 0 : in1.row_stride, const_cast<void*>(out.data), out.row_stride, aligned};
   return softmax_detail::split_row_config(op, forward, device, sm_count(device));
 }
 

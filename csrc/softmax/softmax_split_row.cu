@@ -1,7 +1,8 @@
 // split_row: long rows, few rows (32 x 1M, 4 x 4M): each row is cut into `slices` contiguous
 // slices, one 512-thread block per slice, so the whole GPU works on a handful of rows.
-// These are the portable kernels; on Hopper, operands whose rows share their offset from a 16-byte
-// boundary go to the streamed kernels of softmax_split_row_stream_sm90a.cu instead.
+// These are the portable kernels and the held forward; on Hopper, operands whose rows share their
+// offset from a 16-byte boundary go to the streamed kernels of softmax_split_row_stream_sm90a.cu
+// instead, except the forwards the held form takes (held_forward).
 // A block keeps its slice in registers as raw 16-byte units (32 registers per thread: 16384 fp32
 // or 32768 fp16/bf16 elements forward, half that per operand backward), reduces it to partial
 // statistics, publishes them in the workspace, bumps the row's arrival counter and spins until
@@ -12,6 +13,17 @@
 // and slices <= co-resident blocks (occupancy API x SMs), so the blocks a spinning block waits for
 // are already resident or can still be scheduled (the argument CUB's decoupled look-back uses).
 // Rows longer than that capacity get multi-tile slices, read twice (second read from L2).
+// The held forward (softmax_parallel_split_row_held_fwd), the Triton split_row's held form in CUDA:
+// a persistent grid of 256-thread blocks, four per SM, each drawing (row, slice) jobs by ticket one at a
+// time. A job is one 32 KiB tile of a row of whole 16-byte units, 8 units a thread, loaded at once and
+// held in registers through the row's exchange: one 64-bit slot per job, published by an atomic
+// exchange and polled by thread i for slice i (SlotScope), one L2 round trip. While a block waits at an
+// exchange, the three others on its SM load or write. Bound: DRAM bytes, one read and one write, plus
+// one exchange per job. Deadlock freedom: a block holds one job at a time, slices <= co-resident blocks
+// and tickets go out in order, so the oldest unfinished row's slices are all held by running blocks
+// that wait for nothing else. Workspace: [ticket][exits], then (16-byte aligned) the slots, 0 until
+// published (published_bits is never 0); every block draws until a ticket is past the last job, so the
+// draw of ticket jobs + gridDim.x - 1 resets the counter, and the last block out zeroes the slots.
 // Bound: DRAM bytes (forward 2x, backward 3x the tensor) plus one arrival round trip per row.
 // Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
 // slices; sized for MaxSum in both directions, so the backward's floats use half). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange and
@@ -19,6 +31,7 @@
 // memset per call. Each block draws one ticket, so the draw of ticket gridDim.x - 1 resets the ticket
 // counter; the last block to leave resets the row counters and partials.
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -35,6 +48,8 @@ constexpr int kThreads = 512;
 // Workspace layout (header comment): counters_bytes of counters, then the partials.
 struct SplitLayout {
   std::int64_t slices, slice_len;
+  std::int64_t capacity;  // co-resident blocks (occupancy x SMs): the held form's grid at most
+  bool one_tile;          // every slice fits one tile (held in registers, read once)
   std::size_t counters_bytes, total_bytes;
 };
 
@@ -109,22 +124,67 @@ __global__ __launch_bounds__(kThreads, 2) void softmax_parallel_split_row_bwd(
   leave(workspace, partials, slices);
 }
 
+constexpr int kHeldThreads = 256;  // four blocks per SM at 64 registers, as the Triton held form's 8-warp programs
+
+// Scope of one held job: the block's (max, sum) reduction, then the one-trip exchange through the row's
+// slots. Every block of the row combines the slots in the same tree, so every slice gets the same bits.
+struct SlotScope {
+  unsigned long long* row_slots;  // this row's `slices` slots
+  int slices, slice;
+
+  template <typename V>
+  __device__ V reduce(V v) const {
+    v = block_reduce(v);
+    if (slices == 1) return v;
+    if (threadIdx.x == 0) publish_relaxed_gpu(row_slots + slice, published_bits(v));
+    V acc = reduce_identity<V>();
+    for (int i = threadIdx.x; i < slices; i += blockDim.x) {
+      unsigned long long bits;
+      while ((bits = ld_relaxed_gpu(row_slots + i)) == 0) {
+      }
+      acc = combine(acc, published_value<V>(bits));
+    }
+    return block_reduce(acc);
+  }
+};
+
+// The held forward (header comment): rows of whole 16-byte units only (the 16-bit kernels with edge
+// slots spill at the 64-register cap), so every slice is whole units too (slice_len is a multiple of W).
+template <typename T, int kVecs>
+__global__ __launch_bounds__(kHeldThreads, 4) void softmax_parallel_split_row_held_fwd(
+    const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t cols,
+    int slices, std::int64_t slice_len, unsigned jobs, unsigned* workspace, unsigned long long* slots) {
+  for (;;) {
+    if (threadIdx.x == 0) block_ticket() = draw_ticket(workspace, jobs + gridDim.x - 1);
+    __syncthreads();  // the ticket is read before the job's reductions, whose barriers order the next draw after it
+    const unsigned ticket = block_ticket();
+    if (ticket >= jobs) break;
+    const int slice = static_cast<int>(ticket % slices);
+    const std::int64_t row = ticket / slices, begin = slice * slice_len;
+    const SlotScope scope{slots + (ticket - slice), slices, slice};
+    softmax_segment_forward<T, kVecs, const SlotScope, false, true>(x + row * x_stride, y + row * y_stride, begin,
+                                                                    std::min(cols, begin + slice_len), threadIdx.x,
+                                                                    kHeldThreads, true, scope);
+  }
+  leave_workspace(workspace, 0, slots, jobs, threadIdx.x, kHeldThreads, [] { __syncthreads(); });
+}
+
 // Slices: as many one-tile slices as the row needs, capped by the co-resident block count.
-template <typename T, int kOperands, typename Kernel>
+template <typename T, int kOperands, int kBlockThreads = kThreads, typename Kernel>
 SplitLayout split_layout(Kernel kernel, std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   int per_sm = 0;
   {
     DeviceGuard guard(device);
-    CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+    CP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlockThreads, 0));
   }
   const std::int64_t capacity = std::max<std::int64_t>(1, static_cast<std::int64_t>(per_sm) * sm_count);
   constexpr int W = vec_width<T>();
-  const std::int64_t tile_elems = static_cast<std::int64_t>(kThreads) * max_units(kOperands) * W;
+  const std::int64_t tile_elems = static_cast<std::int64_t>(kBlockThreads) * max_units(kOperands) * W;
   std::int64_t slices = std::min(capacity, (cols + tile_elems - 1) / tile_elems);
   const std::int64_t slice_len = ((cols + slices - 1) / slices + W - 1) / W * W;  // 16-byte aligned slices
   slices = (cols + slice_len - 1) / slice_len;
   if (slices >= kMaxRowSlices) throw std::invalid_argument("softmax split_row: too many slices per row");
-  SplitLayout l{slices, slice_len, 0, 0};
+  SplitLayout l{slices, slice_len, capacity, slice_len <= tile_elems, 0, 0};
   l.counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(kWorkspaceHeader + rows);
   const std::size_t partials_offset = (l.counters_bytes + 15) / 16 * 16;
   l.total_bytes = partials_offset + sizeof(MaxSum) * static_cast<std::size_t>(rows * slices);
@@ -152,6 +212,98 @@ void check_workspace(const LaunchContext& ctx, const SplitLayout& l) {
                                 " bytes given, " + std::to_string(l.total_bytes) + " needed");
 }
 
+// The held forward's layout: split_layout's slices at 256 threads, then the header and one 64-bit slot
+// per job (no row words).
+template <typename T>
+SplitLayout held_forward_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+  SplitLayout l = split_layout<T, 1, kHeldThreads>(softmax_parallel_split_row_held_fwd<T, max_units(1)>, rows, cols,
+                                                   device, sm_count);
+  l.counters_bytes = sizeof(unsigned) * kWorkspaceHeader;
+  const std::size_t slots = static_cast<std::size_t>(rows * l.slices);
+  l.total_bytes = (l.counters_bytes + 15) / 16 * 16 + sizeof(unsigned long long) * slots;
+  return l;
+}
+
+// Where the held forward takes a Hopper forward from the streamed kernel, fitted to 18 cells on an H100 and
+// checked by an A/B on another (docs/perf-log.md, sessions 74-75: 256x262144 to 4096x50304, fp32 and bf16):
+// - rows in flight (co-resident blocks / slices per row) at least 4: with fewer (4x4M: 1-2) every block of a
+//   round waits at the same exchange, and the held form lost 17-26%;
+// - jobs at least 3 per block: 8x1M, at 1-2 a block, lost 6-11%;
+// - the tiles at least 0.85 full (cols / (slices x tile)): bf16 4096x50304's four slices fill 0.77 of theirs
+//   and lost 2.3%, fp32's seven fill 0.88 and gained 3-4%;
+// - at most 32 slices a row (a row of at most 1 MiB): 32x1M's 64 (bf16) and 128 (fp32) gained 1.5 / 4.6% on
+//   one H100 and lost 2.6 / 5.4% on another, so the streamed kernel keeps them.
+// Where all four hold it gained 1-11% (256x262144, 512x262144, 1024x131072, 2048x65536, 128x262144).
+constexpr std::int64_t kHeldRowsInFlightLeast = 4;
+constexpr std::int64_t kHeldJobsPerBlockLeast = 3;
+constexpr double kHeldTileFillLeast = 0.85;
+constexpr std::int64_t kHeldSlicesMost = 32;
+
+// What the held forward can run and what the rule above asks of a shape (the operands' part, whole
+// 16-byte units and the streamed kernel's phase test, is held_forward's).
+struct HeldShape {
+  SplitLayout layout;
+  bool runs;  // every slice one tile, and the tickets (jobs + grid) fit 32 bits
+  bool pays;  // the rule
+
+  template <typename T>
+  static HeldShape of(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+    const SplitLayout l = held_forward_layout<T>(rows, cols, device, sm_count);
+    const std::int64_t jobs = rows * l.slices;
+    const double tile_elems = static_cast<double>(kHeldThreads) * max_units(1) * vec_width<T>();
+    return {l, l.one_tile && jobs + l.capacity <= 0xffffffffll,
+            l.slices <= kHeldSlicesMost && l.slices * kHeldRowsInFlightLeast <= l.capacity &&
+                jobs >= kHeldJobsPerBlockLeast * l.capacity &&
+                static_cast<double>(cols) >= kHeldTileFillLeast * static_cast<double>(l.slices) * tile_elems};
+  }
+};
+
+HeldShape held_shape(DType dtype, std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+  HeldShape h{};
+  CP_DISPATCH_FLOAT_TYPES(dtype, T, { h = HeldShape::of<T>(rows, cols, device, sm_count); })
+  return h;
+}
+
+// CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS (for sweeps): 1 runs the held forward wherever it can run, 0 never;
+// unset (-1), the rule decides.
+int held_override() {
+  const char* v = std::getenv("CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS");
+  if (v == nullptr) return -1;
+  if (std::string(v) != "0" && std::string(v) != "1")
+    throw std::invalid_argument("CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS: 0 or 1, not " + std::string(v));
+  return v[0] - '0';
+}
+
+// Whether the forward runs the held form: rows of whole 16-byte units it can run, forced, or (unset) operands
+// the streamed kernel would take where the rule holds. Off Hopper the portable kernel keeps them unless forced.
+bool held_forward(const RowOperands& op, int device, int sm_count) {
+  bool whole = false;
+  CP_DISPATCH_FLOAT_TYPES(op.dtype, T, { whole = whole_units(op, vec_width<T>()); })
+  if (!whole) return false;
+  const HeldShape h = held_shape(op.dtype, op.rows, op.cols, device, sm_count);
+  const int forced = held_override();
+  if (!h.runs || forced == 0) return false;
+#ifdef CUDA_PORTFOLIO_HAS_SM90A
+  return forced == 1 || (h.pays && split_row_streams(op, device));
+#else
+  return forced == 1;
+#endif
+}
+
+void held_forward_launch(const RowOperands& op, const LaunchContext& ctx) {
+  CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
+    const SplitLayout l = held_forward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
+    check_workspace(ctx, l);
+    const std::int64_t jobs = op.rows * l.slices;
+    softmax_parallel_split_row_held_fwd<T, max_units(1)>
+        <<<static_cast<unsigned>(std::min(jobs, l.capacity)), kHeldThreads, 0, ctx.stream>>>(
+            static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
+            static_cast<int>(l.slices), l.slice_len, static_cast<unsigned>(jobs), static_cast<unsigned*>(ctx.workspace),
+            partials_of<unsigned long long>(ctx, l));
+  })
+  CP_CHECK_LAUNCH("softmax_parallel_split_row_held_fwd");
+}
+
 unsigned split_grid(std::int64_t rows, const SplitLayout& l) {
   const std::int64_t blocks = rows * l.slices;
   if (blocks > 0x7fffffff) throw std::invalid_argument("softmax split_row: rows x slices exceeds the grid limit");
@@ -166,6 +318,9 @@ std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64
     bytes = std::max(forward_layout<T>(rows, cols, device, sm_count).total_bytes,
                      backward_layout<T>(rows, cols, device, sm_count).total_bytes);
   })
+  const HeldShape held = held_shape(dtype, rows, cols, device, sm_count);  // its slots, where it may run
+  if (held.runs && (held_override() == 1 || (held_override() == -1 && held.pays)))
+    bytes = std::max(bytes, held.layout.total_bytes);
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   bytes = std::max(bytes, split_row_stream_workspace_bytes(dtype, rows, cols, device, sm_count));
 #endif
@@ -173,6 +328,13 @@ std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64
 }
 
 std::string split_row_config(const RowOperands& op, bool forward, int device, int sm_count) {
+  if (forward && held_forward(op, device, sm_count)) {
+    const SplitLayout l = held_shape(op.dtype, op.rows, op.cols, device, sm_count).layout;
+    const std::int64_t grid = std::min(op.rows * l.slices, l.capacity);
+    return "held: " + std::to_string(l.slices) + (l.slices == 1 ? " slice" : " slices") + " per row, " +
+           std::to_string(l.slice_len) + " columns each, grid " + std::to_string(grid) + " x " +
+           std::to_string(kHeldThreads);
+  }
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (split_row_streams(op, device))
     return split_row_stream_config(op.dtype, op.rows, op.cols, forward, device, sm_count);
@@ -187,6 +349,7 @@ std::string split_row_config(const RowOperands& op, bool forward, int device, in
 }
 
 void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
+  if (held_forward(op, ctx.device, ctx.sm_count)) return held_forward_launch(op, ctx);
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (split_row_streams(op, ctx.device)) return split_row_stream_forward(op, ctx);
 #endif

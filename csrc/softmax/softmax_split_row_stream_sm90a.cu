@@ -326,7 +326,7 @@ __device__ __forceinline__ V row_total(V v, const Job& job, unsigned long long* 
   v = consumers_reduce(v);
   if (job.slices == 1) return v;
   unsigned long long* row_slots = slots + (job.ticket - job.slice);
-  if (threadIdx.x == 0) st_relaxed_gpu(row_slots + job.slice, published_bits(v));
+  if (threadIdx.x == 0) publish_relaxed_gpu(row_slots + job.slice, published_bits(v));
   V acc = reduce_identity<V>();
   for (int i = threadIdx.x; i < job.slices; i += kConsumerThreads) {
     unsigned long long bits;
