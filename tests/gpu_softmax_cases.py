@@ -412,8 +412,8 @@ class SoftmaxGpuTest(GpuTestCase):
         """describe_launch (what the benchmark records as a CUDA record's config) names split_row's layout and only
         split_row's: on Hopper, a 1024x131072 bf16 forward takes the held form (8 slices of one 32 KiB tile, four
         256-thread blocks per SM), and with it turned off (CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS=0) the streamed kernel
-        (one slice of 256 KiB, one block per SM, the last SMs / 2 rows two slices); the 32x1M backward streams, cut into
-        several slices; and
+        (one slice of 256 KiB, one block per SM, the last SMs / 2 rows two slices); at fp32 32x1M both directions
+        stream, cut into several slices (the held forward's rule asks at most 32 slices a row; it would take 128); and
         an input at another phase than the output takes the portable ones; block_per_row has one layout (None)."""
         module = _backend_module("cuda")
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
@@ -430,8 +430,9 @@ class SoftmaxGpuTest(GpuTestCase):
             finally:
                 os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS", None)
             y, dy = torch.randn(32, 1 << 20, device="cuda"), torch.randn(32, 1 << 20, device="cuda")
-            self.assertRegex(module.describe_launch((y, dy), "split_row", "bwd"),
-                             rf"^streamed: ([2-9]|\d\d+) slices per row, \d+ KiB each, grid {sms}, \d+ chunks held$")
+            streamed_slices = rf"^streamed: ([2-9]|\d\d+) slices per row, \d+ KiB each, grid {sms}, \d+ chunks held$"
+            for operands, direction in (((y,), "fwd"), ((y, dy), "bwd")):
+                self.assertRegex(module.describe_launch(operands, "split_row", direction), streamed_slices)
         else:
             self.assertRegex(text, r"^portable: \d+ slices? per row, \d+ columns each$")
         shifted = torch.randn(8, (1 << 17) + 1, device="cuda")[:, 1:]  # rows 4 bytes past the output's phase
