@@ -1,18 +1,27 @@
 // split_row: long rows, few rows (32 x 1M, 4 x 4M): each row is cut into `slices` contiguous
-// slices, one 512-thread block per slice, so the whole GPU works on a handful of rows.
-// These are the portable kernels and the held forward; on Hopper, operands whose rows share their
-// offset from a 16-byte boundary go to the streamed kernels of softmax_split_row_stream_sm90a.cu
-// instead, except the forwards the held form takes (held_forward).
-// A block keeps its slice in registers as raw 16-byte units (32 registers per thread: 16384 fp32
-// or 32768 fp16/bf16 elements forward, half that per operand backward), reduces it to partial
-// statistics, publishes them in the workspace, bumps the row's arrival counter and spins until
-// every slice of the row has arrived; then it combines
-// all partials (same order in every block, so every block gets the same bits) and writes its
-// slice from registers: DRAM sees one read + one write.
-// Deadlock freedom: blocks take row/slice tickets from a global counter in the order they start,
-// and slices <= co-resident blocks (occupancy API x SMs), so the blocks a spinning block waits for
-// are already resident or can still be scheduled (the argument CUB's decoupled look-back uses).
-// Rows longer than that capacity get multi-tile slices, read twice (second read from L2).
+// slices, so the whole GPU works on a handful of rows. This file has the portable kernels and the held
+// forward; on Hopper, operands whose rows share their offset from a 16-byte boundary go to the streamed
+// kernels of softmax_split_row_stream_sm90a.cu instead, except the forwards the held form takes
+// (held_forward).
+//
+// The portable kernels (softmax_parallel_split_row_fwd / _bwd): one 512-thread block per slice. A block
+// keeps its slice in registers as raw 16-byte units (32 registers per thread: 16384 fp32 or 32768
+// fp16/bf16 elements forward, half that per operand backward), reduces it to partial statistics,
+// publishes them in the workspace, bumps the row's arrival counter and spins until every slice of the
+// row has arrived; then it combines all partials (same order in every block, so every block gets the
+// same bits) and writes its slice from registers: DRAM sees one read + one write. Rows longer than
+// one tile per co-resident block get multi-tile slices, read twice (second read from L2).
+// Deadlock freedom: blocks take row/slice tickets from a global counter in the order they start, and
+// slices <= co-resident blocks (occupancy API x SMs), so the blocks a spinning block waits for are
+// already resident or can still be scheduled (the argument CUB's decoupled look-back uses).
+// Bound: DRAM bytes (forward 2x, backward 3x the tensor) plus one arrival round trip per row.
+// Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
+// slices; sized for MaxSum in both directions, so the backward's floats use half). All of it is zero
+// at launch and the kernel leaves it zero (draw_ticket, RowExchange and leave_workspace in
+// softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no memset per call.
+// Each block draws one ticket, so the draw of ticket gridDim.x - 1 resets the ticket counter; the
+// last block to leave resets the row counters and partials.
+//
 // The held forward (softmax_parallel_split_row_held_fwd), the Triton split_row's held form in CUDA:
 // a persistent grid of 256-thread blocks, four per SM, each drawing (row, slice) jobs by ticket one at a
 // time. A job is one 32 KiB tile of a row of whole 16-byte units, 8 units a thread, loaded at once and
@@ -24,12 +33,6 @@
 // that wait for nothing else. Workspace: [ticket][exits], then (16-byte aligned) the slots, 0 until
 // published (published_bits is never 0); every block draws until a ticket is past the last job, so the
 // draw of ticket jobs + gridDim.x - 1 resets the counter, and the last block out zeroes the slots.
-// Bound: DRAM bytes (forward 2x, backward 3x the tensor) plus one arrival round trip per row.
-// Workspace: [ticket][exits][row counter x rows], then (16-byte aligned) the partials (V x rows x
-// slices; sized for MaxSum in both directions, so the backward's floats use half). All of it is zero at launch and the kernel leaves it zero (draw_ticket, RowExchange and
-// leave_workspace in softmax_reduce.cuh say how and why that is safe): the caller zeroes it once, no
-// memset per call. Each block draws one ticket, so the draw of ticket gridDim.x - 1 resets the ticket
-// counter; the last block to leave resets the row counters and partials.
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
