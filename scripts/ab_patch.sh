@@ -78,10 +78,10 @@ build_and_time() {  # build_and_time LABEL COMMIT DIRTY BUILD(0/1) BENCH_ARGS...
   [ $rc -eq 0 ] || { tail -n 20 "$OUT_DIR/bench-$label.log"; exit 1; }
 }
 
-# A build directory kept from an earlier build of the patch (a warm GPU machine's, its tree copied afresh with older
-# timestamps) looks newer than the restored sources, and ninja would keep the patched objects for "before": touch
-# the files the patch edits so the first build compiles them as they are now.
-git apply --numstat "$PATCH" | cut -f3 | while read -r f; do [ -f "$f" ] && touch "$f"; done
+# A build directory kept from an earlier build of other sources (a warm GPU machine's, after a call that built a
+# patch and reverted it; the tree copied afresh with older timestamps) looks newer than these sources, and ninja
+# would keep those objects for "before": touch every native source so the first build compiles the tree as it is.
+git ls-files -z csrc CMakeLists.txt | xargs -0 touch
 build_and_time before "$BASE" 0 1 "$@"
 git apply "$PATCH" && applied=1
 patched_build=$rebuild
