@@ -81,7 +81,7 @@ build_and_time() {  # build_and_time LABEL COMMIT DIRTY BUILD(0/1) BENCH_ARGS...
 # A build directory kept from an earlier build of other sources (a warm GPU machine's, after a call that built a
 # patch and reverted it; the tree copied afresh with older timestamps) looks newer than these sources, and ninja
 # would keep those objects for "before": touch every native source so the first build compiles the tree as it is.
-git ls-files -z csrc CMakeLists.txt | xargs -0 touch
+find csrc CMakeLists.txt -type f -exec touch {} +
 build_and_time before "$BASE" 0 1 "$@"
 git apply "$PATCH" && applied=1
 patched_build=$rebuild
