@@ -1,6 +1,6 @@
 """CPU tier: every prepared patch in docs/next/ applies to the tree, alone or on top of another patch there (a
-stacked one, as docs/next/README.md says), docs/next/README.md names each of them, and its order for the next
-device session names only patches that are queued.
+stacked one, as docs/next/README.md says), so does every undo patch in docs/next/parents/, docs/next/README.md names
+each of them, and its order for the next device session names only patches that are queued.
 
 The next GPU session runs them through scripts/ab_patch.sh, which refuses a patch that does not apply; an edit to
 the lines around a patch (even a comment) would otherwise cost that session its device time. Rebase a failing
@@ -42,9 +42,16 @@ class QueuedPatchesTest(unittest.TestCase):
                  if not applies(p) and not any(applies(p, base) for base in patches if base != p)]
         self.assertEqual(stale, [], "docs/next patches that no longer apply: rebase them (this file's docstring)")
 
+    def test_every_undo_patch_applies(self):
+        """docs/next/parents/: patches that turn a merged change back into its parent's code on HEAD, so an A/B of
+        the merge against its parent needs no git history where it runs (the device copies the tree only)."""
+        stale = [p.name for p in sorted((NEXT / "parents").glob("*.patch")) if not applies(p)]
+        self.assertEqual(stale, [], "docs/next/parents patches that no longer apply: rebase them")
+
     def test_the_readme_names_every_patch(self):
         readme = (NEXT / "README.md").read_text(encoding="utf-8")
-        unnamed = [p.name for p in sorted(NEXT.glob("*.patch")) if f"`{p.name}`" not in readme]
+        patches = sorted(NEXT.glob("*.patch")) + sorted((NEXT / "parents").glob("*.patch"))
+        unnamed = [p.name for p in patches if f"`{p.name}`" not in readme and f"`parents/{p.name}`" not in readme]
         self.assertEqual(unnamed, [], "docs/next patches that docs/next/README.md does not describe")
 
     def test_the_device_plan_names_only_queued_patches(self):
