@@ -23,6 +23,16 @@ bool rows_aligned16(const void* p, std::int64_t rows, std::int64_t row_stride, D
   return aligned16(p) && (rows <= 1 || (row_stride * static_cast<std::int64_t>(dtype_size(dtype))) % 16 == 0);
 }
 
+// A launch's operands (in1: the backward's dy; null for the forward), aligned when every operand's rows are. The
+// launches and softmax_config both build them here, so a config names the layout the launch would run.
+RowOperands row_operands(DType dtype, ConstRowsView in0, const ConstRowsView* in1, void* out, std::int64_t out_stride) {
+  const bool aligned = rows_aligned16(in0.data, in0.rows, in0.row_stride, dtype) &&
+                       rows_aligned16(out, in0.rows, out_stride, dtype) &&
+                       (in1 == nullptr || rows_aligned16(in1->data, in0.rows, in1->row_stride, dtype));
+  return {dtype, in0.rows, in0.cols, in0.data, in0.row_stride, in1 != nullptr ? in1->data : nullptr,
+          in1 != nullptr ? in1->row_stride : 0, out, out_stride, aligned};
+}
+
 void check_view(const char* what, std::int64_t rows, std::int64_t cols, std::int64_t row_stride, std::int64_t want_rows,
                 std::int64_t want_cols) {
   if (rows != want_rows || cols != want_cols)
@@ -218,13 +228,8 @@ std::string softmax_config(SoftmaxPlan plan, DType dtype, ConstRowsView in0, Con
   if (plan != SoftmaxPlan::SplitRow || in0.rows == 0 || in0.cols == 0) return "";
   DeviceGuard guard(device);
   require_runnable(plan, dtype, in0.rows, in0.cols, device);
-  // Nothing is launched: the output's address is only compared (split_row_streams, the launch's alignment),
-  // never written.
-  const bool aligned = rows_aligned16(in0.data, in0.rows, in0.row_stride, dtype) &&
-                       rows_aligned16(out.data, out.rows, out.row_stride, dtype) &&
-                       (forward || rows_aligned16(in1.data, in1.rows, in1.row_stride, dtype));
-  const RowOperands op{dtype, in0.rows, in0.cols, in0.data, in0.row_stride, forward ? nullptr : in1.data,
-                       forward ? 0 : in1.row_stride, const_cast<void*>(out.data), out.row_stride, aligned};
+  // Nothing is launched: the output's address is only compared (split_row_streams, the alignment), never written.
+  const RowOperands op = row_operands(dtype, in0, forward ? nullptr : &in1, const_cast<void*>(out.data), out.row_stride);
   return softmax_detail::split_row_config(op, forward, device, sm_count(device));
 }
 
@@ -235,9 +240,7 @@ void softmax_forward(SoftmaxPlan plan, DType dtype, ConstRowsView x, RowsView y,
   if (x.rows == 0 || x.cols == 0) return;
   DeviceGuard guard(device);
   require_runnable(plan, dtype, x.rows, x.cols, device);
-  const RowOperands op{dtype, x.rows, x.cols, x.data, x.row_stride, nullptr, 0, y.data, y.row_stride,
-                       rows_aligned16(x.data, x.rows, x.row_stride, dtype) &&
-                           rows_aligned16(y.data, y.rows, y.row_stride, dtype)};
+  const RowOperands op = row_operands(dtype, x, nullptr, y.data, y.row_stride);
   const LaunchContext ctx{stream, device, sm_count(device), workspace, workspace_bytes};
   switch (plan) {
     case SoftmaxPlan::WarpPerRow: softmax_detail::warp_per_row_forward(op, ctx); break;
@@ -260,10 +263,7 @@ void softmax_backward(SoftmaxPlan plan, DType dtype, ConstRowsView y, ConstRowsV
   if (y.rows == 0 || y.cols == 0) return;
   DeviceGuard guard(device);
   require_runnable(plan, dtype, y.rows, y.cols, device);
-  const RowOperands op{dtype, y.rows, y.cols, y.data, y.row_stride, dy.data, dy.row_stride, dx.data, dx.row_stride,
-                       rows_aligned16(y.data, y.rows, y.row_stride, dtype) &&
-                           rows_aligned16(dy.data, dy.rows, dy.row_stride, dtype) &&
-                           rows_aligned16(dx.data, dx.rows, dx.row_stride, dtype)};
+  const RowOperands op = row_operands(dtype, y, &dy, dx.data, dx.row_stride);
   const LaunchContext ctx{stream, device, sm_count(device), workspace, workspace_bytes};
   switch (plan) {
     case SoftmaxPlan::WarpPerRow: softmax_detail::warp_per_row_backward(op, ctx); break;
