@@ -355,11 +355,11 @@ class SoftmaxGpuTest(GpuTestCase):
             os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_FINE", None)
 
     def test_cuda_split_row_held_forward(self):
-        """split_row's held forward forced wherever it can run (CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS=1: rows of whole
-        16-byte units in one-tile slices): many rows in flight, a few rows of many slices, rows of one slice (no
-        exchange), a last slice shorter than the others, and rows it cannot take (not whole units: the other
-        kernels run), both directions (the backward is not its); its layout named by describe_launch; 10 repeated
-        launches give the first launch's bits; after them every pooled workspace byte is zero."""
+        """split_row's held form forced wherever it can run (CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS=1: rows of whole
+        16-byte units in one-tile slices), both directions: many rows in flight, a few rows of many slices, rows of
+        one slice (no exchange), a last slice shorter than the others, and rows it cannot take (not whole units: the
+        other kernels run); its layouts named by describe_launch; 10 repeated launches each way give the first
+        launch's bits; after them every pooled workspace byte is zero."""
         module = _backend_module("cuda")
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         try:
@@ -374,6 +374,8 @@ class SoftmaxGpuTest(GpuTestCase):
             y = torch.softmax(x.float(), -1).to(x.dtype)
             self.assertRegex(module.describe_launch((x,), "split_row", "fwd"),
                              rf"^held: 8 slices per row, 16384 columns each, grid {4 * sms} x 256$")
+            self.assertRegex(module.describe_launch((y, dy), "split_row", "bwd"),
+                             rf"^held: 16 slices per row, 8192 columns each, grid {4 * sms} x 256$")
             self.assert_split_row_repeats(module, x, y, dy)
             self.assert_pooled_workspaces_zero()
         finally:
@@ -410,11 +412,12 @@ class SoftmaxGpuTest(GpuTestCase):
 
     def test_cuda_describe_launch_names_the_split_row_layout(self):
         """describe_launch (what the benchmark records as a CUDA record's config) names split_row's layout and only
-        split_row's: on Hopper, a 1024x131072 bf16 forward takes the held form (8 slices of one 32 KiB tile, four
-        256-thread blocks per SM), and with it turned off (CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS=0) the streamed kernel
-        (one slice of 256 KiB, one block per SM, the last SMs / 2 rows two slices); at fp32 32x1M both directions
-        stream, cut into several slices (the held forward's rule asks at most 32 slices a row; it would take 128); and
-        an input at another phase than the output takes the portable ones; block_per_row has one layout (None)."""
+        split_row's: on Hopper, 1024x131072 bf16 takes the held form (four 256-thread blocks per SM; forward 8 slices
+        of one 32 KiB tile, backward 16 of 16 KiB of each operand), and with it turned off
+        (CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS=0) the streamed kernel (forward: one slice of 256 KiB, one block per SM,
+        the last SMs / 2 rows two slices); at fp32 32x1M both directions stream, cut into several slices (the held
+        form's rule asks a row of at most 1 MiB; it is 4 MiB); and an input at another phase than the output takes the
+        portable ones; block_per_row has one layout (None)."""
         module = _backend_module("cuda")
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         streams = torch.cuda.get_device_capability() == (9, 0)
@@ -422,11 +425,14 @@ class SoftmaxGpuTest(GpuTestCase):
         text = module.describe_launch((x,), "split_row", "fwd")
         if streams:
             self.assertRegex(text, rf"^held: 8 slices per row, 16384 columns each, grid {4 * sms} x 256$")
+            self.assertRegex(module.describe_launch((x, x), "split_row", "bwd"),
+                             rf"^held: 16 slices per row, 8192 columns each, grid {4 * sms} x 256$")
             try:
                 os.environ["CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS"] = "0"
                 self.assertRegex(module.describe_launch((x,), "split_row", "fwd"),
                                  rf"^streamed: 1 slice per row, 256 KiB each, the last {sms // 2} rows 2 of 128 KiB, "
                                  rf"grid {sms}, \d+ chunks held$")
+                self.assertRegex(module.describe_launch((x, x), "split_row", "bwd"), r"^streamed: ")
             finally:
                 os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS", None)
             y, dy = torch.randn(32, 1 << 20, device="cuda"), torch.randn(32, 1 << 20, device="cuda")

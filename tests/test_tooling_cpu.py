@@ -321,6 +321,10 @@ class GpuScriptsRefuseWithoutGpuTest(unittest.TestCase):
         self.assert_one_line_refusal(run_script("sweep_split_row_slices.py", "--shapes", "4x4194304", timeout=120),
                                      "sweep_split_row_slices.py")
 
+    def test_sweep_split_row_forms(self):
+        self.assert_one_line_refusal(run_script("sweep_split_row_forms.py", "--shapes", "4x4194304", timeout=120),
+                                     "sweep_split_row_forms.py")
+
     def test_sweep_triton_matmul_configs(self):
         self.assert_one_line_refusal(run_script("sweep_triton_matmul_configs.py", "--shapes", "128x8192x8192",
                                                 timeout=120), "sweep_triton_matmul_configs.py")

@@ -1,8 +1,8 @@
 // split_row: long rows, few rows (32 x 1M, 4 x 4M): each row is cut into `slices` contiguous
 // slices, so the whole GPU works on a handful of rows. This file has the portable kernels and the held
-// forward; on Hopper, operands whose rows share their offset from a 16-byte boundary go to the streamed
-// kernels of softmax_split_row_stream_sm90a.cu instead, except the forwards the held form takes
-// (held_forward).
+// form; on Hopper, operands whose rows share their offset from a 16-byte boundary go to the streamed
+// kernels of softmax_split_row_stream_sm90a.cu instead, except the launches the held form takes
+// (held).
 //
 // The portable kernels (softmax_parallel_split_row_fwd / _bwd): one 512-thread block per slice. A block
 // keeps its slice in registers as raw 16-byte units (32 registers per thread: 16384 fp32 or 32768
@@ -22,13 +22,14 @@
 // Each block draws one ticket, so the draw of ticket gridDim.x - 1 resets the ticket counter; the
 // last block to leave resets the row counters and partials.
 //
-// The held forward (softmax_parallel_split_row_held_fwd), the Triton split_row's held form in CUDA:
+// The held form (softmax_parallel_split_row_held_{fwd,bwd}), the Triton split_row's held form in CUDA:
 // a persistent grid of 256-thread blocks, four per SM, each drawing (row, slice) jobs by ticket one at a
-// time. A job is one 32 KiB tile of a row of whole 16-byte units, 8 units a thread, loaded at once and
-// held in registers through the row's exchange: one 64-bit slot per job, published by an atomic
-// exchange and polled by thread i for slice i (SlotScope), one L2 round trip. While a block waits at an
-// exchange, the three others on its SM load or write. Bound: DRAM bytes, one read and one write, plus
-// one exchange per job. Deadlock freedom: a block holds one job at a time, slices <= co-resident blocks
+// time (run_held_jobs). A job is one tile of a row of whole 16-byte units (forward 32 KiB, 8 units a
+// thread; backward 16 KiB each of y and dy, 4 units each), loaded at once and held in registers through
+// the row's exchange: one 64-bit slot per job, published by an atomic exchange and polled by thread i
+// for slice i (SlotScope), one L2 round trip. While a block waits at an exchange, the three others on
+// its SM load or write. Bound: DRAM bytes, one read and one write (backward two reads), plus one
+// exchange per job. Deadlock freedom: a block holds one job at a time, slices <= co-resident blocks
 // and tickets go out in order, so the oldest unfinished row's slices are all held by running blocks
 // that wait for nothing else. Workspace: [ticket][exits], then (16-byte aligned) the slots, 0 until
 // published (published_bits is never 0); every block draws until a ticket is past the last job, so the
@@ -151,25 +152,48 @@ struct SlotScope {
   }
 };
 
-// The held forward (header comment): rows of whole 16-byte units only (the 16-bit kernels with edge
-// slots spill at the 64-register cap), so every slice is whole units too (slice_len is a multiple of W).
-template <typename T, int kVecs>
-__global__ __launch_bounds__(kHeldThreads, 4) void softmax_parallel_split_row_held_fwd(
-    const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t cols,
-    int slices, std::int64_t slice_len, unsigned jobs, unsigned* workspace, unsigned long long* slots) {
+// The held form's job loop (header comment): draw tickets until one is past the last job, run job(row, begin,
+// scope) for each (begin: the slice's first column), then leave the workspace (the last block out zeroes the slots).
+template <typename Job>
+__device__ __forceinline__ void run_held_jobs(int slices, std::int64_t slice_len, unsigned jobs, unsigned* workspace,
+                                              unsigned long long* slots, Job&& job) {
   for (;;) {
     if (threadIdx.x == 0) block_ticket() = draw_ticket(workspace, jobs + gridDim.x - 1);
     __syncthreads();  // the ticket is read before the job's reductions, whose barriers order the next draw after it
     const unsigned ticket = block_ticket();
     if (ticket >= jobs) break;
     const int slice = static_cast<int>(ticket % slices);
-    const std::int64_t row = ticket / slices, begin = slice * slice_len;
     const SlotScope scope{slots + (ticket - slice), slices, slice};
-    softmax_segment_forward<T, kVecs, const SlotScope, false, true>(x + row * x_stride, y + row * y_stride, begin,
-                                                                    std::min(cols, begin + slice_len), threadIdx.x,
-                                                                    kHeldThreads, true, scope);
+    job(static_cast<std::int64_t>(ticket / slices), slice * slice_len, scope);
   }
   leave_workspace(workspace, 0, slots, jobs, threadIdx.x, kHeldThreads, [] { __syncthreads(); });
+}
+
+// The held kernels (header comment): rows of whole 16-byte units only (the 16-bit kernels with edge slots spill at
+// the 64-register cap), so every slice is whole units too (slice_len is a multiple of W). The backward holds 4
+// units each of y and dy a thread (16 KiB of each a job).
+template <typename T, int kVecs>
+__global__ __launch_bounds__(kHeldThreads, 4) void softmax_parallel_split_row_held_fwd(
+    const T* __restrict__ x, std::int64_t x_stride, T* __restrict__ y, std::int64_t y_stride, std::int64_t cols,
+    int slices, std::int64_t slice_len, unsigned jobs, unsigned* workspace, unsigned long long* slots) {
+  run_held_jobs(slices, slice_len, jobs, workspace, slots, [&](std::int64_t row, std::int64_t begin, SlotScope scope) {
+    softmax_segment_forward<T, kVecs, SlotScope, false, true>(x + row * x_stride, y + row * y_stride, begin,
+                                                              std::min(cols, begin + slice_len), threadIdx.x,
+                                                              kHeldThreads, true, scope);
+  });
+}
+
+template <typename T, int kVecs>
+__global__ __launch_bounds__(kHeldThreads, 4) void softmax_parallel_split_row_held_bwd(
+    const T* __restrict__ y, std::int64_t y_stride, const T* __restrict__ dy, std::int64_t dy_stride,
+    T* __restrict__ dx, std::int64_t dx_stride, std::int64_t cols, int slices, std::int64_t slice_len, unsigned jobs,
+    unsigned* workspace, unsigned long long* slots) {
+  run_held_jobs(slices, slice_len, jobs, workspace, slots, [&](std::int64_t row, std::int64_t begin, SlotScope scope) {
+    softmax_segment_backward<T, kVecs, SlotScope, false, true>(y + row * y_stride, dy + row * dy_stride,
+                                                               dx + row * dx_stride, begin,
+                                                               std::min(cols, begin + slice_len), threadIdx.x,
+                                                               kHeldThreads, true, scope);
+  });
 }
 
 // Slices: as many one-tile slices as the row needs, capped by the co-resident block count.
@@ -215,60 +239,68 @@ void check_workspace(const LaunchContext& ctx, const SplitLayout& l) {
                                 " bytes given, " + std::to_string(l.total_bytes) + " needed");
 }
 
-// The held forward's layout: split_layout's slices at 256 threads, then the header and one 64-bit slot
-// per job (no row words).
+// The held layout of a direction: split_layout's slices at 256 threads (forward 8 units a thread, backward 4 of
+// each operand), then the header and one 64-bit slot per job (no row words).
 template <typename T>
-SplitLayout held_forward_layout(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
-  SplitLayout l = split_layout<T, 1, kHeldThreads>(softmax_parallel_split_row_held_fwd<T, max_units(1)>, rows, cols,
-                                                   device, sm_count);
+SplitLayout held_layout(bool forward, std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+  SplitLayout l = forward ? split_layout<T, 1, kHeldThreads>(softmax_parallel_split_row_held_fwd<T, max_units(1)>, rows,
+                                                             cols, device, sm_count)
+                          : split_layout<T, 2, kHeldThreads>(softmax_parallel_split_row_held_bwd<T, max_units(2)>, rows,
+                                                             cols, device, sm_count);
   l.counters_bytes = sizeof(unsigned) * kWorkspaceHeader;
   const std::size_t slots = static_cast<std::size_t>(rows * l.slices);
   l.total_bytes = (l.counters_bytes + 15) / 16 * 16 + sizeof(unsigned long long) * slots;
   return l;
 }
 
-// Where the held forward takes a Hopper forward from the streamed kernel, fitted to 18 cells on an H100 and
-// checked by an A/B on another (docs/perf-log.md, sessions 74-75: 256x262144 to 4096x50304, fp32 and bf16):
+// Where the held form takes a Hopper launch from the streamed kernel. The forward's rule was fitted to 18 cells
+// on an H100 and checked by an A/B on another (docs/perf-log.md, sessions 74-75); the backward's four conditions
+// are the same and match the 18 cells of a sweep on a third (session 76). Both: 256x262144 to 4096x50304, fp32
+// and bf16.
 // - rows in flight (co-resident blocks / slices per row) at least 4: with fewer (4x4M: 1-2) every block of a
-//   round waits at the same exchange, and the held form lost 17-26%;
-// - jobs at least 3 per block: 8x1M, at 1-2 a block, lost 6-11%;
-// - the tiles at least 0.85 full (cols / (slices x tile)): bf16 4096x50304's four slices fill 0.77 of theirs
-//   and lost 2.3%, fp32's seven fill 0.88 and gained 3-4%;
-// - at most 32 slices a row (a row of at most 1 MiB): 32x1M's 64 (bf16) and 128 (fp32) gained 1.5 / 4.6% on
-//   one H100 and lost 2.6 / 5.4% on another, so the streamed kernel keeps them.
-// Where all four hold it gained 1-11% (256x262144, 512x262144, 1024x131072, 2048x65536, 128x262144).
+//   round waits at the same exchange, and the held forward lost 17-26%, the backward 25%;
+// - jobs at least 3 per block: 8x1M, at 1-2 a block, lost 6-11% forward and 14-17% backward;
+// - the tiles at least 0.85 full (cols / (slices x tile)): bf16 4096x50304's four forward slices fill 0.77 of
+//   theirs and lost 2.3%, fp32's seven fill 0.88 and gained 3-4%; its backward slices fill 0.88 / 0.94 and
+//   gained 5.4 / 3.9%;
+// - a row of at most 1 MiB (forward: 32 slices of 32 KiB; backward: 64 of 16 KiB of each operand): 32x1M's
+//   forward (64 / 128 slices) gained 1.5 / 4.6% on one H100 and lost 2.6 / 5.4% on another, and its fp32
+//   backward lost 17% (bf16 gained 1.7%), so the streamed kernel keeps them.
+// Where all four hold the forward gained 1-11% and the backward 3-12% (256x262144, 512x262144, 1024x131072,
+// 2048x65536, 128x262144; the backward also 4096x50304).
 constexpr std::int64_t kHeldRowsInFlightLeast = 4;
 constexpr std::int64_t kHeldJobsPerBlockLeast = 3;
 constexpr double kHeldTileFillLeast = 0.85;
-constexpr std::int64_t kHeldSlicesMost = 32;
+constexpr std::int64_t kHeldRowBytesMost = std::int64_t{1} << 20;
 
-// What the held forward can run and what the rule above asks of a shape (the operands' part, whole
-// 16-byte units and the streamed kernel's phase test, is held_forward's).
+// What the held form can run and what the rule above asks of a shape (the operands' part, whole 16-byte units
+// and the streamed kernel's phase test, is held()'s).
 struct HeldShape {
   SplitLayout layout;
   bool runs;  // every slice one tile, and the tickets (jobs + grid) fit 32 bits
   bool pays;  // the rule
 
   template <typename T>
-  static HeldShape of(std::int64_t rows, std::int64_t cols, int device, int sm_count) {
-    const SplitLayout l = held_forward_layout<T>(rows, cols, device, sm_count);
+  static HeldShape of(bool forward, std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+    const SplitLayout l = held_layout<T>(forward, rows, cols, device, sm_count);
     const std::int64_t jobs = rows * l.slices;
-    const double tile_elems = static_cast<double>(kHeldThreads) * max_units(1) * vec_width<T>();
+    const double tile_elems = static_cast<double>(kHeldThreads) * max_units(forward ? 1 : 2) * vec_width<T>();
     return {l, l.one_tile && jobs + l.capacity <= 0xffffffffll,
-            l.slices <= kHeldSlicesMost && l.slices * kHeldRowsInFlightLeast <= l.capacity &&
+            cols * static_cast<std::int64_t>(sizeof(T)) <= kHeldRowBytesMost &&
+                l.slices * kHeldRowsInFlightLeast <= l.capacity &&
                 jobs >= kHeldJobsPerBlockLeast * l.capacity &&
                 static_cast<double>(cols) >= kHeldTileFillLeast * static_cast<double>(l.slices) * tile_elems};
   }
 };
 
-HeldShape held_shape(DType dtype, std::int64_t rows, std::int64_t cols, int device, int sm_count) {
+HeldShape held_shape(DType dtype, bool forward, std::int64_t rows, std::int64_t cols, int device, int sm_count) {
   HeldShape h{};
-  CP_DISPATCH_FLOAT_TYPES(dtype, T, { h = HeldShape::of<T>(rows, cols, device, sm_count); })
+  CP_DISPATCH_FLOAT_TYPES(dtype, T, { h = HeldShape::of<T>(forward, rows, cols, device, sm_count); })
   return h;
 }
 
-// CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS (for sweeps): 1 runs the held forward wherever it can run, 0 never;
-// unset (-1), the rule decides.
+// CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS (for sweeps): 1 runs the held form, both directions, wherever it can run;
+// 0 never; unset (-1), the rule decides.
 int held_override() {
   const char* v = std::getenv("CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS");
   if (v == nullptr) return -1;
@@ -277,13 +309,13 @@ int held_override() {
   return v[0] - '0';
 }
 
-// Whether the forward runs the held form: rows of whole 16-byte units it can run, forced, or (unset) operands
-// the streamed kernel would take where the rule holds. Off Hopper the portable kernel keeps them unless forced.
-bool held_forward(const RowOperands& op, int device, int sm_count) {
+// Whether a direction runs the held form: rows of whole 16-byte units it can run, forced, or (unset) operands the
+// streamed kernel would take where the rule holds. Off Hopper the portable kernels keep them unless forced.
+bool held(const RowOperands& op, bool forward, int device, int sm_count) {
   bool whole = false;
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, { whole = whole_units(op, vec_width<T>()); })
   if (!whole) return false;
-  const HeldShape h = held_shape(op.dtype, op.rows, op.cols, device, sm_count);
+  const HeldShape h = held_shape(op.dtype, forward, op.rows, op.cols, device, sm_count);
   const int forced = held_override();
   if (!h.runs || forced == 0) return false;
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
@@ -293,18 +325,25 @@ bool held_forward(const RowOperands& op, int device, int sm_count) {
 #endif
 }
 
-void held_forward_launch(const RowOperands& op, const LaunchContext& ctx) {
+void held_launch(const RowOperands& op, bool forward, const LaunchContext& ctx) {
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const SplitLayout l = held_forward_layout<T>(op.rows, op.cols, ctx.device, ctx.sm_count);
+    const SplitLayout l = held_layout<T>(forward, op.rows, op.cols, ctx.device, ctx.sm_count);
     check_workspace(ctx, l);
     const std::int64_t jobs = op.rows * l.slices;
-    softmax_parallel_split_row_held_fwd<T, max_units(1)>
-        <<<static_cast<unsigned>(std::min(jobs, l.capacity)), kHeldThreads, 0, ctx.stream>>>(
-            static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
-            static_cast<int>(l.slices), l.slice_len, static_cast<unsigned>(jobs), static_cast<unsigned*>(ctx.workspace),
-            partials_of<unsigned long long>(ctx, l));
+    const unsigned grid = static_cast<unsigned>(std::min(jobs, l.capacity));
+    auto* workspace = static_cast<unsigned*>(ctx.workspace);
+    unsigned long long* slots = partials_of<unsigned long long>(ctx, l);
+    if (forward)
+      softmax_parallel_split_row_held_fwd<T, max_units(1)><<<grid, kHeldThreads, 0, ctx.stream>>>(
+          static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
+          static_cast<int>(l.slices), l.slice_len, static_cast<unsigned>(jobs), workspace, slots);
+    else
+      softmax_parallel_split_row_held_bwd<T, max_units(2)><<<grid, kHeldThreads, 0, ctx.stream>>>(
+          static_cast<const T*>(op.in0), op.in0_stride, static_cast<const T*>(op.in1), op.in1_stride,
+          static_cast<T*>(op.out), op.out_stride, op.cols, static_cast<int>(l.slices), l.slice_len,
+          static_cast<unsigned>(jobs), workspace, slots);
   })
-  CP_CHECK_LAUNCH("softmax_parallel_split_row_held_fwd");
+  CP_CHECK_LAUNCH(forward ? "softmax_parallel_split_row_held_fwd" : "softmax_parallel_split_row_held_bwd");
 }
 
 unsigned split_grid(std::int64_t rows, const SplitLayout& l) {
@@ -321,9 +360,11 @@ std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64
     bytes = std::max(forward_layout<T>(rows, cols, device, sm_count).total_bytes,
                      backward_layout<T>(rows, cols, device, sm_count).total_bytes);
   })
-  const HeldShape held = held_shape(dtype, rows, cols, device, sm_count);  // its slots, where it may run
-  if (held.runs && (held_override() == 1 || (held_override() == -1 && held.pays)))
-    bytes = std::max(bytes, held.layout.total_bytes);
+  for (const bool forward : {true, false}) {  // the held form's slots, where it may run
+    const HeldShape held = held_shape(dtype, forward, rows, cols, device, sm_count);
+    if (held.runs && (held_override() == 1 || (held_override() == -1 && held.pays)))
+      bytes = std::max(bytes, held.layout.total_bytes);
+  }
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   bytes = std::max(bytes, split_row_stream_workspace_bytes(dtype, rows, cols, device, sm_count));
 #endif
@@ -331,8 +372,8 @@ std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64
 }
 
 std::string split_row_config(const RowOperands& op, bool forward, int device, int sm_count) {
-  if (forward && held_forward(op, device, sm_count)) {
-    const SplitLayout l = held_shape(op.dtype, op.rows, op.cols, device, sm_count).layout;
+  if (held(op, forward, device, sm_count)) {
+    const SplitLayout l = held_shape(op.dtype, forward, op.rows, op.cols, device, sm_count).layout;
     const std::int64_t grid = std::min(op.rows * l.slices, l.capacity);
     return "held: " + std::to_string(l.slices) + (l.slices == 1 ? " slice" : " slices") + " per row, " +
            std::to_string(l.slice_len) + " columns each, grid " + std::to_string(grid) + " x " +
@@ -352,7 +393,7 @@ std::string split_row_config(const RowOperands& op, bool forward, int device, in
 }
 
 void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
-  if (held_forward(op, ctx.device, ctx.sm_count)) return held_forward_launch(op, ctx);
+  if (held(op, true, ctx.device, ctx.sm_count)) return held_launch(op, true, ctx);
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (split_row_streams(op, ctx.device)) return split_row_stream_forward(op, ctx);
 #endif
@@ -368,6 +409,7 @@ void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
 }
 
 void split_row_backward(const RowOperands& op, const LaunchContext& ctx) {
+  if (held(op, false, ctx.device, ctx.sm_count)) return held_launch(op, false, ctx);
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (split_row_streams(op, ctx.device)) return split_row_stream_backward(op, ctx);
 #endif
