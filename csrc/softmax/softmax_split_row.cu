@@ -1,8 +1,8 @@
 // split_row: long rows, few rows (32 x 1M, 4 x 4M): each row is cut into `slices` contiguous
 // slices, so the whole GPU works on a handful of rows. This file has the portable kernels and the held
 // form; on Hopper, operands whose rows share their offset from a 16-byte boundary go to the streamed
-// kernels of softmax_split_row_stream_sm90a.cu instead, except the launches the held form takes
-// (held).
+// kernels of softmax_split_row_stream_sm90a.cu instead, except the launches the held form's rule
+// gives it (held()).
 //
 // The portable kernels (softmax_parallel_split_row_fwd / _bwd): one 512-thread block per slice. A block
 // keeps its slice in registers as raw 16-byte units (32 registers per thread: 16384 fp32 or 32768
