@@ -354,7 +354,7 @@ class SoftmaxGpuTest(GpuTestCase):
         finally:
             os.environ.pop("CUDA_PORTFOLIO_SPLIT_ROW_FINE", None)
 
-    def test_cuda_split_row_held_forward(self):
+    def test_cuda_split_row_held_form(self):
         """split_row's held form forced wherever it can run (CUDA_PORTFOLIO_SPLIT_ROW_IN_REGISTERS=1: rows of whole
         16-byte units in one-tile slices), both directions: many rows in flight, a few rows of many slices, rows of
         one slice (no exchange), a last slice shorter than the others, and rows it cannot take (not whole units: the

@@ -32,12 +32,11 @@ __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
 // value itself is the message, the poll that sees it has read it, and no ordering beyond it is needed.
 // Published by an atomic exchange, not a relaxed store: as a store it reached the pollers late, behind
 // the block's output stores before it (the split_row held forward waited 14-17% longer at its exchanges
-// than Triton's, whose publish is an atomic: docs/perf-log.md, session 74). The old value is returned
-// for the asm's sake; callers drop it.
-__device__ __forceinline__ unsigned long long publish_relaxed_gpu(unsigned long long* p, unsigned long long v) {
+// than Triton's, whose publish is an atomic: docs/perf-log.md, session 74). PTX's exchange needs a
+// destination for the old value, which nothing reads.
+__device__ __forceinline__ void publish_relaxed_gpu(unsigned long long* p, unsigned long long v) {
   unsigned long long old;
   asm volatile("atom.relaxed.gpu.global.exch.b64 %0, [%1], %2;\n" : "=l"(old) : "l"(p), "l"(v) : "memory");
-  return old;
 }
 __device__ __forceinline__ unsigned long long ld_relaxed_gpu(const unsigned long long* p) {
   unsigned long long v;
