@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time the CUDA split_row plan's forms on the same inputs: its held form and the streamed (or portable) kernels,
 forced per point, beside its own rule's pick and the Triton backend's split_row: what the held form's rule is
-fitted to (csrc/softmax/softmax_split_row.cu, held()).
+fitted to (csrc/softmax/softmax_split_row.cu, held_plan()).
 
     python scripts/sweep_split_row_forms.py --json results/local/split-row-forms.json
     python scripts/sweep_split_row_forms.py --shapes 256x262144,4x4194304 --dtype bf16 --direction fwd,bwd

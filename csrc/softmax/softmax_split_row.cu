@@ -2,7 +2,7 @@
 // slices, so the whole GPU works on a handful of rows. This file has the portable kernels and the held
 // form; on Hopper, operands whose rows share their offset from a 16-byte boundary go to the streamed
 // kernels of softmax_split_row_stream_sm90a.cu instead, except the launches the held form's rule
-// gives it (held()).
+// gives it (held_plan()).
 //
 // The portable kernels (softmax_parallel_split_row_fwd / _bwd): one 512-thread block per slice. A block
 // keeps its slice in registers as raw 16-byte units (32 registers per thread: 16384 fp32 or 32768
@@ -36,6 +36,7 @@
 // draw of ticket jobs + gridDim.x - 1 resets the counter, and the last block out zeroes the slots.
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -274,11 +275,14 @@ constexpr double kHeldTileFillLeast = 0.85;
 constexpr std::int64_t kHeldRowBytesMost = std::int64_t{1} << 20;
 
 // What the held form can run and what the rule above asks of a shape (the operands' part, whole 16-byte units
-// and the streamed kernel's phase test, is held()'s).
+// and the streamed kernel's phase test, is held_plan()'s).
 struct HeldShape {
   SplitLayout layout;
   bool runs;  // every slice one tile, and the tickets (jobs + grid) fit 32 bits
   bool pays;  // the rule
+
+  // Whether the held form takes the shape, given held_override(); held_plan adds the operands' part.
+  bool chosen(int forced) const { return runs && (forced == 1 || (forced == -1 && pays)); }
 
   template <typename T>
   static HeldShape of(bool forward, std::int64_t rows, std::int64_t cols, int device, int sm_count) {
@@ -309,30 +313,31 @@ int held_override() {
   return v[0] - '0';
 }
 
-// Whether a direction runs the held form: rows of whole 16-byte units it can run, forced, or (unset) operands the
-// streamed kernel would take where the rule holds. Off Hopper the portable kernels keep them unless forced.
-bool held(const RowOperands& op, bool forward, int device, int sm_count) {
+// The layout a direction's held form runs with, or none where another kernel takes the launch: rows of whole
+// 16-byte units it can run, forced, or (unset) operands the streamed kernel would take where the rule holds.
+// Off Hopper the portable kernels keep them unless forced. Computed once per launch (an occupancy query).
+std::optional<SplitLayout> held_plan(const RowOperands& op, bool forward, int device, int sm_count) {
   bool whole = false;
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, { whole = whole_units(op, vec_width<T>()); })
-  if (!whole) return false;
+  if (!whole) return std::nullopt;
   const HeldShape h = held_shape(op.dtype, forward, op.rows, op.cols, device, sm_count);
   const int forced = held_override();
-  if (!h.runs || forced == 0) return false;
+  if (!h.chosen(forced)) return std::nullopt;
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
-  return forced == 1 || (h.pays && split_row_streams(op, device));
+  if (forced != 1 && !split_row_streams(op, device)) return std::nullopt;
 #else
-  return forced == 1;
+  if (forced != 1) return std::nullopt;
 #endif
+  return h.layout;
 }
 
-void held_launch(const RowOperands& op, bool forward, const LaunchContext& ctx) {
+void held_launch(const RowOperands& op, bool forward, const SplitLayout& l, const LaunchContext& ctx) {
+  check_workspace(ctx, l);
+  const std::int64_t jobs = op.rows * l.slices;
+  const unsigned grid = static_cast<unsigned>(std::min(jobs, l.capacity));
+  auto* workspace = static_cast<unsigned*>(ctx.workspace);
+  unsigned long long* slots = partials_of<unsigned long long>(ctx, l);
   CP_DISPATCH_FLOAT_TYPES(op.dtype, T, {
-    const SplitLayout l = held_layout<T>(forward, op.rows, op.cols, ctx.device, ctx.sm_count);
-    check_workspace(ctx, l);
-    const std::int64_t jobs = op.rows * l.slices;
-    const unsigned grid = static_cast<unsigned>(std::min(jobs, l.capacity));
-    auto* workspace = static_cast<unsigned*>(ctx.workspace);
-    unsigned long long* slots = partials_of<unsigned long long>(ctx, l);
     if (forward)
       softmax_parallel_split_row_held_fwd<T, max_units(1)><<<grid, kHeldThreads, 0, ctx.stream>>>(
           static_cast<const T*>(op.in0), op.in0_stride, static_cast<T*>(op.out), op.out_stride, op.cols,
@@ -360,10 +365,10 @@ std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64
     bytes = std::max(forward_layout<T>(rows, cols, device, sm_count).total_bytes,
                      backward_layout<T>(rows, cols, device, sm_count).total_bytes);
   })
+  const int forced = held_override();
   for (const bool forward : {true, false}) {  // the held form's slots, where it may run
     const HeldShape held = held_shape(dtype, forward, rows, cols, device, sm_count);
-    if (held.runs && (held_override() == 1 || (held_override() == -1 && held.pays)))
-      bytes = std::max(bytes, held.layout.total_bytes);
+    if (held.chosen(forced)) bytes = std::max(bytes, held.layout.total_bytes);
   }
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   bytes = std::max(bytes, split_row_stream_workspace_bytes(dtype, rows, cols, device, sm_count));
@@ -372,8 +377,8 @@ std::size_t split_row_workspace_bytes(DType dtype, std::int64_t rows, std::int64
 }
 
 std::string split_row_config(const RowOperands& op, bool forward, int device, int sm_count) {
-  if (held(op, forward, device, sm_count)) {
-    const SplitLayout l = held_shape(op.dtype, forward, op.rows, op.cols, device, sm_count).layout;
+  if (const std::optional<SplitLayout> held = held_plan(op, forward, device, sm_count)) {
+    const SplitLayout& l = *held;
     const std::int64_t grid = std::min(op.rows * l.slices, l.capacity);
     return "held: " + std::to_string(l.slices) + (l.slices == 1 ? " slice" : " slices") + " per row, " +
            std::to_string(l.slice_len) + " columns each, grid " + std::to_string(grid) + " x " +
@@ -393,7 +398,8 @@ std::string split_row_config(const RowOperands& op, bool forward, int device, in
 }
 
 void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
-  if (held(op, true, ctx.device, ctx.sm_count)) return held_launch(op, true, ctx);
+  if (const std::optional<SplitLayout> held = held_plan(op, true, ctx.device, ctx.sm_count))
+    return held_launch(op, true, *held, ctx);
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (split_row_streams(op, ctx.device)) return split_row_stream_forward(op, ctx);
 #endif
@@ -409,7 +415,8 @@ void split_row_forward(const RowOperands& op, const LaunchContext& ctx) {
 }
 
 void split_row_backward(const RowOperands& op, const LaunchContext& ctx) {
-  if (held(op, false, ctx.device, ctx.sm_count)) return held_launch(op, false, ctx);
+  if (const std::optional<SplitLayout> held = held_plan(op, false, ctx.device, ctx.sm_count))
+    return held_launch(op, false, *held, ctx);
 #ifdef CUDA_PORTFOLIO_HAS_SM90A
   if (split_row_streams(op, ctx.device)) return split_row_stream_backward(op, ctx);
 #endif
