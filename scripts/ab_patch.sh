@@ -7,7 +7,7 @@
 # 3. runs the tests in TESTS on the patched build (default tests.gpu_softmax_cases; TESTS= skips them).
 #    They are not the whole tier: a kernel lands only after `python -m unittest tests.test_gpu` passes;
 # 4. reverses the patch, whatever happened before, and rebuilds the tree as it was, so the installed
-#    module is never left a build of the patch;
+#    module is never left a build of the patch (RESTORE=0 skips the rebuild, for a machine discarded after);
 # 5. times that build again in a third process ("repeat"; REPEAT=0 skips it) and prints
 #    `python -m cuda_portfolio.bench.compare before after --repeat repeat`: our kernels move between
 #    processes by more than the A/A band shows, and the repeat's drift widens the noise band.
@@ -33,6 +33,7 @@ OUT_DIR=${OUT_DIR:-results/local/ab-$NAME}
 PY=${PYTHON:-python3}
 TESTS=${TESTS-tests.gpu_softmax_cases}
 REPEAT=${REPEAT:-1}
+RESTORE=${RESTORE:-1}
 mkdir -p "$OUT_DIR"
 export CUDA_PORTFOLIO_CUDA_ARCHS=${CUDA_PORTFOLIO_CUDA_ARCHS:-native}
 BASE=${CUDA_PORTFOLIO_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -51,7 +52,7 @@ fi
 applied=0 patched_build=0
 restore() {
   [ "$applied" = 1 ] && git apply -R "$PATCH" && applied=0
-  [ "$patched_build" = 1 ] || return 0
+  [ "$patched_build" = 1 ] && [ "$RESTORE" != 0 ] || return 0
   if CUDA_PORTFOLIO_GIT_COMMIT=$BASE CUDA_PORTFOLIO_GIT_DIRTY=0 \
       $PY -m pip install --no-build-isolation -e . > "$OUT_DIR/install-restored.log" 2>&1; then
     echo "rebuilt the tree as it was (the installed module no longer has the patch)"
