@@ -52,7 +52,8 @@ fi
 applied=0 patched_build=0
 restore() {
   [ "$applied" = 1 ] && git apply -R "$PATCH" && applied=0
-  [ "$patched_build" = 1 ] && [ "$RESTORE" != 0 ] || return 0
+  [ "$patched_build" = 1 ] || return 0
+  [ "$RESTORE" != 0 ] || { echo "RESTORE=0: the installed module is still the patched build"; return 0; }
   if CUDA_PORTFOLIO_GIT_COMMIT=$BASE CUDA_PORTFOLIO_GIT_DIRTY=0 \
       $PY -m pip install --no-build-isolation -e . > "$OUT_DIR/install-restored.log" 2>&1; then
     echo "rebuilt the tree as it was (the installed module no longer has the patch)"
