@@ -33,10 +33,12 @@ __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
 // Published by an atomic exchange, not a relaxed store: as a store it reached the pollers late, behind
 // the block's output stores before it (the split_row held forward waited 14-17% longer at its exchanges
 // than Triton's, whose publish is an atomic: docs/perf-log.md, session 74). PTX's exchange needs a
-// destination for the old value, which nothing reads.
+// destination for the old value, which nothing reads: a register local to the asm block.
 __device__ __forceinline__ void publish_relaxed_gpu(unsigned long long* p, unsigned long long v) {
-  unsigned long long old;
-  asm volatile("atom.relaxed.gpu.global.exch.b64 %0, [%1], %2;\n" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  asm volatile("{\n\t.reg .b64 old;\n\tatom.relaxed.gpu.global.exch.b64 old, [%0], %1;\n\t}\n"
+               :
+               : "l"(p), "l"(v)
+               : "memory");
 }
 __device__ __forceinline__ unsigned long long ld_relaxed_gpu(const unsigned long long* p) {
   unsigned long long v;
