@@ -329,13 +329,14 @@ def inspect_cuda(op, dtype, arch, arch_digits, out: Path):
     return records, problems
 
 
-def compile_cuda(nvcc, source: Path, arch, arch_digits, out: Path) -> bool:
-    """nvcc -cubin with -Xptxas -v, keeping the PTX it goes through; the log goes to <stem>.ptxas.txt."""
+def compile_cuda(nvcc, source: Path, arch, arch_digits, out: Path, csrc: Path = common.REPO_ROOT / "csrc") -> bool:
+    """nvcc -cubin with -Xptxas -v, keeping the PTX it goes through; the log goes to <stem>.ptxas.txt. `csrc`: the
+    include root (another tree's, such as a patched copy's)."""
     defines = ["-DCUDA_PORTFOLIO_HAS_SM90A=1"] if arch_digits.endswith("a") else []
     with tempfile.TemporaryDirectory(prefix="inspect_nvcc_") as keep:
         cmd = [nvcc, "-cubin", "-std=c++17", "--expt-relaxed-constexpr", "-lineinfo",
                f"-gencode=arch=compute_{arch_digits},code=sm_{arch_digits}", "-Xptxas", "-v", "--keep",
-               "--keep-dir", keep, f"-I{common.REPO_ROOT / 'csrc'}", *defines, str(source),
+               "--keep-dir", keep, f"-I{csrc}", *defines, str(source),
                "-o", str(out / f"{source.stem}.cubin")]
         r = subprocess.run(cmd, capture_output=True, text=True)
         (out / f"{source.stem}.ptxas.txt").write_text(" ".join(cmd) + "\n" + r.stdout + r.stderr)

@@ -5,8 +5,8 @@ session names only patches that are queued.
 
 The next GPU session runs them through scripts/ab_patch.sh, which refuses a patch that does not apply; an edit to
 the lines around a patch (even a comment) would otherwise cost that session its device time; so would a patch that
-applies but no longer compiles (session 79's undo of 34ac7c4: a template the later held backward calls). Rebase a failing
-patch with `git apply -3 docs/next/<patch>` on a clean tree, resolve, and write `git diff` back over it."""
+applies but no longer compiles (session 79's undo of 34ac7c4: a template the later held backward calls). Rebase a
+failing patch with `git apply -3 docs/next/<patch>` on a clean tree, resolve, and write `git diff` back over it."""
 from __future__ import annotations
 
 import os
@@ -18,11 +18,12 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tests.test_tooling_cpu import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 NEXT = ROOT / "docs" / "next"
 NVCC = shutil.which("nvcc")
-# The csrc/ folders of device code, and which of them an edit under a folder reaches (common/ is in all of them).
-DEVICE_DIRS = ("softmax", "gemm", "copy")
+DEVICE_DIRS = ("softmax", "gemm", "copy")  # csrc/ folders of device code; csrc/common/ reaches all three
 
 
 def git(*args, env=None) -> subprocess.CompletedProcess:
@@ -45,13 +46,13 @@ def base_of(patch: Path, queued: list[Path]) -> Path | None:
     """The queued patch `patch` is stacked on, or None where it applies to HEAD alone."""
     if applies(patch):
         return None
-    return next(base for base in queued if base != patch and applies(patch, base))
+    return next((base for base in queued if base != patch and applies(patch, base)), None)
 
 
 def device_compile_failures(patch: Path, base: Path | None) -> list[str]:
-    """Each csrc/<dir>/*.cu the patch reaches, compiled for sm_90a as the device build compiles it, in HEAD's tree
-    with `base` and `patch` applied; the nvcc errors of those that fail. Host-only files (bindings/, app/) need torch
-    and pybind11 headers and are left to the device's build."""
+    """Each csrc/<dir>/*.cu the patch reaches, compiled for sm_90a by scripts/inspect_kernel.py's compile_cuda, in
+    HEAD's tree with `base` and `patch` applied; the nvcc errors of those that fail. Host-only files (bindings/, app/)
+    need torch and pybind11 headers and are left to the device's build."""
     touched = [path for path in git("apply", "--numstat", str(patch)).stdout.split() if path.startswith("csrc/")]
     if base is not None:
         touched += [path for path in git("apply", "--numstat", str(base)).stdout.split() if path.startswith("csrc/")]
@@ -67,14 +68,15 @@ def device_compile_failures(patch: Path, base: Path | None) -> list[str]:
         tree = Path(tmp) / "tree"
         git("checkout-index", f"--prefix={tree}/", "--", *git("ls-files", "csrc", env=env).stdout.split(), env=env)
         sources = sorted(s for d in dirs for s in (tree / "csrc" / d).glob("*.cu"))
+        out = Path(tmp) / "out"
+        out.mkdir()
+        inspect_kernel = load_script("inspect_kernel.py")
 
         def compile_one(source: Path) -> str | None:
-            r = subprocess.run([NVCC, "-cubin", "-std=c++17", "--expt-relaxed-constexpr",
-                                "-gencode=arch=compute_90a,code=sm_90a", "-DCUDA_PORTFOLIO_HAS_SM90A=1",
-                                f"-I{tree / 'csrc'}", str(source), "-o", os.devnull],
-                               capture_output=True, text=True)
-            errors = [line for line in r.stderr.splitlines() if "error" in line]
-            return None if r.returncode == 0 else f"{source.relative_to(tree)}: {' | '.join(errors[:3])}"
+            if inspect_kernel.compile_cuda(NVCC, source, "sm_90a", "90a", out, csrc=tree / "csrc"):
+                return None
+            errors = [line for line in (out / f"{source.stem}.ptxas.txt").read_text().splitlines() if "error" in line]
+            return f"{source.relative_to(tree)}: {' | '.join(errors[:3])}"
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             return [failure for failure in pool.map(compile_one, sources) if failure]
